@@ -1,0 +1,16 @@
+//! labkit: what every probelab crate shares.
+//!
+//! - [`event`]: the JSON line kinds (one serde type per kind) — the contract between the images,
+//!   the log tables and the analysis.
+//! - [`log`]: one JSON object per line on stdout, for events and for tracing diagnostics alike.
+//! - [`clock`]: RFC 3339 millisecond timestamps and wall-clock aligned windows.
+//! - [`config`]: value parsers shared by every binary's clap configuration (durations, booleans,
+//!   `KEY=VALUE` pairs) so `10s`, `true` and `yes` mean the same thing everywhere.
+
+pub mod clock;
+pub mod config;
+pub mod event;
+pub mod log;
+
+pub use clock::Timestamp;
+pub use event::Line;

@@ -1,0 +1,22 @@
+# Developer shortcuts; every recipe is a plain command you can also run without `just`.
+
+# Build every crate (debug).
+build:
+    cargo build --workspace
+
+# The full test suite, as CI runs it (builds the images first).
+test:
+    scripts/test.sh
+
+# Formatting and lints, as CI checks them.
+lint:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Static binaries and the container images (probelab/<name>:dev and :<git sha>).
+images:
+    scripts/build-images.sh
+
+# Everything CI does.
+ci:
+    bash .ci/run
