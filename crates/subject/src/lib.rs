@@ -1,0 +1,102 @@
+//! subject: the probelab app under test. One axum server covering every app of the original
+//! labs: startup modes, probe endpoints, dependency checks (and a dependency mode to check
+//! against), slow and CPU-heavy work, simulated zombie / deadlock / crash, a concurrency cap and
+//! three shutdown behaviours.
+//!
+//! [`run`] is the whole program (the binary only parses [`Config`]); [`run_with`] lets tests
+//! supply the termination signal and learn the bound address; [`routes::router`] is the router
+//! alone, for in-process `oneshot` tests.
+
+pub mod concurrency;
+pub mod config;
+pub mod dependency;
+pub mod probes;
+pub mod routes;
+pub mod shutdown;
+pub mod simulate;
+pub mod startup;
+pub mod state;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use labkit::event::SubjectEvent;
+
+pub use config::Config;
+pub use state::{AppState, ExitFn};
+
+/// How the process should exit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    pub code: i32,
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("invalid configuration: {0}")]
+    Config(#[from] config::ConfigError),
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot install the signal handlers")]
+    Signals(#[source] std::io::Error),
+    #[error("server failed")]
+    Serve(#[source] std::io::Error),
+}
+
+/// What the embedding program provides besides the configuration.
+pub struct Hooks {
+    /// Told the bound address once the socket listens.
+    pub on_listening: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
+    /// Called by `/simulate/crash` with the exit code.
+    pub exit: ExitFn,
+}
+
+impl Hooks {
+    /// The real process: crash means `std::process::exit`.
+    pub fn process() -> Self {
+        Hooks {
+            on_listening: None,
+            exit: Arc::new(|code| std::process::exit(code)),
+        }
+    }
+}
+
+/// Runs the subject until SIGTERM/SIGINT; returns the exit code to use. With
+/// `SHUTDOWN_MODE=immediate` the caller must exit the process at once (connections are still
+/// open when this returns).
+pub async fn run(cfg: Config) -> Result<Exit, RunError> {
+    let signals = shutdown::os_signals().map_err(RunError::Signals)?;
+    run_with(cfg, signals, Hooks::process()).await
+}
+
+/// [`run`] with the termination signal and hooks supplied by the caller.
+pub async fn run_with(
+    cfg: Config,
+    term: impl Future<Output = &'static str> + Send + 'static,
+    hooks: Hooks,
+) -> Result<Exit, RunError> {
+    cfg.validate()?;
+    let state = AppState::new(cfg, hooks.exit);
+    labkit::log::emit(labkit::event::SubjectLine {
+        config: Some(state.cfg().to_log_json()),
+        ..state.line(SubjectEvent::BootStart)
+    });
+    let mut term = shutdown::Term::spawn(term);
+    let Some(listener) = startup::start(&state, &mut term).await? else {
+        let signal = term.wait().await;
+        shutdown::log_received(&state, signal);
+        shutdown::log_complete(&state, "signalled before startup completed");
+        return Ok(Exit { code: 0 });
+    };
+    if let (Some(tx), Ok(addr)) = (hooks.on_listening, listener.local_addr()) {
+        let _ = tx.send(addr);
+    }
+    let app = routes::router(state.clone());
+    shutdown::serve(&state, listener, app, term).await
+}

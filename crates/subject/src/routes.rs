@@ -1,0 +1,322 @@
+//! The router: every endpoint, the middleware stack, and the workload handlers (`/`, `/status`,
+//! `/delay`, `/slow`, `/cpu`).
+//!
+//! Middleware, outermost first: request log (`REQUEST_END`) → identity headers and, while
+//! draining, `Connection: close` → JSON `{error}` bodies for every 4xx/5xx → `MAX_CONCURRENCY`
+//! semaphore and in-flight count → zombie gate → the routes.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{RawQuery, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use labkit::event::SubjectEvent;
+use tokio::time::Instant;
+
+use crate::config::{AppMode, LogRequests};
+use crate::state::AppState;
+use crate::{concurrency, dependency, probes, simulate};
+
+/// A 4xx/5xx answer with a JSON `{error}` body.
+pub fn error_response(code: StatusCode, msg: &str) -> Response {
+    (code, Json(serde_json::json!({ "error": msg }))).into_response()
+}
+
+/// Locks a mutex, recovering the data if a holder panicked.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The first value of `key` in a raw query string (percent-decoded).
+pub fn query_param(query: Option<&str>, key: &str) -> Option<String> {
+    url::form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// The whole router for `state`'s mode, middleware included.
+pub fn router(state: AppState) -> Router {
+    let guarded = Router::new()
+        .route("/simulate/zombie", post(simulate::zombie))
+        .route("/simulate/deadlock", post(simulate::deadlock))
+        .route("/simulate/crash", post(simulate::crash))
+        .route("/simulate/reset", post(simulate::reset));
+    let guarded = match state.cfg().app_mode {
+        AppMode::Dependency => guarded.route(
+            "/admin/dependency",
+            get(dependency::get_settings).post(dependency::set_settings),
+        ),
+        AppMode::Main => guarded,
+    };
+    let guarded = guarded.route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        simulate::require_token,
+    ));
+
+    let mut app = Router::new()
+        .route("/", get(root))
+        .route("/status", get(status))
+        .route("/healthz", get(probes::healthz))
+        .route("/startup", get(probes::startup))
+        .route("/ready", get(probes::ready))
+        .route("/readyz", get(probes::ready))
+        .route("/live", get(probes::live))
+        .route("/livez", get(probes::livez))
+        .route("/delay", get(delay))
+        .route("/slow", get(delay))
+        .route("/cpu", get(cpu));
+    app = match state.cfg().app_mode {
+        AppMode::Main => app.route("/dependency/health", get(dependency::dependency_health)),
+        AppMode::Dependency => app.route("/health", get(dependency::health)),
+    };
+    app.merge(guarded)
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            simulate::zombie_gate,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            concurrency::limit,
+        ))
+        .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn_with_state(state.clone(), headers))
+        .layer(middleware::from_fn_with_state(state.clone(), log_request))
+        .with_state(state)
+}
+
+async fn not_found(req: Request) -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        &format!("no such endpoint: {} {}", req.method(), req.uri().path()),
+    )
+}
+
+/// Replaces any non-JSON error body (axum's rejections, 405s) with `{error}`.
+async fn json_errors(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let status = resp.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("error").to_owned());
+    let mut out = error_response(status, &text);
+    for (name, value) in parts.headers.iter() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            out.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// Adds `X-Revision`, `X-Replica`, `X-Generation`; while draining, `Connection: close`.
+async fn headers(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    for (name, value) in &state.0.id_headers {
+        h.insert(*name, value.clone());
+    }
+    if state.is_draining() {
+        h.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
+}
+
+/// Prints `REQUEST_END` as `LOG_REQUESTS` asks (path only: the query is never logged).
+async fn log_request(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let mode = state.cfg().log_requests;
+    if mode == LogRequests::None {
+        return next.run(req).await;
+    }
+    let start = Instant::now();
+    let method = req.method().to_string();
+    let path = req.uri().path().to_owned();
+    let resp = next.run(req).await;
+    let status = resp.status();
+    if mode == LogRequests::All || status.as_u16() >= 400 {
+        let dur_ms = (start.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
+        labkit::log::emit(labkit::event::SubjectLine {
+            method: Some(method),
+            path: Some(path),
+            status: Some(status.as_u16()),
+            dur_ms: Some(dur_ms),
+            inflight: Some(state.inflight()),
+            ..state.line(SubjectEvent::RequestEnd)
+        });
+    }
+    resp
+}
+
+/// `GET /`: the workload. 503 `warming` until startup completes.
+async fn root(State(state): State<AppState>) -> Response {
+    let id = &state.0.id;
+    if !state.is_started() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({
+                "status_code": 503,
+                "status": "warming",
+                "app": id.app,
+                "revision": id.revision,
+                "replica": id.replica,
+                "generation": id.generation,
+            })),
+        )
+            .into_response();
+    }
+    let cfg = state.cfg();
+    if cfg.request_delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(cfg.request_delay_ms)).await;
+    }
+    if cfg.work_ms > 0 {
+        burn(Duration::from_millis(cfg.work_ms)).await;
+    }
+    Json(serde_json::json!({
+        "status_code": 200,
+        "status": "ok",
+        "app": id.app,
+        "revision": id.revision,
+        "replica": id.replica,
+        "generation": id.generation,
+        "mode": cfg.app_mode.name(),
+        "request_delay_ms": cfg.request_delay_ms,
+        "work_ms": cfg.work_ms,
+        "ts": labkit::Timestamp::now(),
+    }))
+    .into_response()
+}
+
+/// Burns CPU for `d` on the blocking pool (a tight loop, not a sleep).
+async fn burn(d: Duration) {
+    let _ = tokio::task::spawn_blocking(move || {
+        let start = std::time::Instant::now();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        while start.elapsed() < d {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.rotate_left(5) ^ x.wrapping_mul(31));
+            }
+        }
+        x
+    })
+    .await;
+}
+
+/// Parses `seconds` for `/delay`, `/slow`, `/cpu`: a finite number in `0..=MAX_REQUEST_SECONDS`.
+fn seconds(state: &AppState, query: Option<&str>) -> Result<Duration, Response> {
+    let max = state.cfg().max_request_seconds;
+    let raw = query_param(query, "seconds").ok_or_else(|| {
+        error_response(
+            StatusCode::BAD_REQUEST,
+            "query parameter seconds is required, e.g. ?seconds=5",
+        )
+    })?;
+    match raw.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=max).contains(&v) => Ok(Duration::from_secs_f64(v)),
+        _ => Err(error_response(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "seconds must be a number between 0 and {max} (MAX_REQUEST_SECONDS), got {raw:?}"
+            ),
+        )),
+    }
+}
+
+/// `GET /delay?seconds=N` and `/slow?seconds=N`: sleep N seconds, then answer.
+async fn delay(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
+    let d = match seconds(&state, q.as_deref()) {
+        Ok(d) => d,
+        Err(r) => return r,
+    };
+    tokio::time::sleep(d).await;
+    Json(serde_json::json!({
+        "status": "ok",
+        "slept_s": d.as_secs_f64(),
+        "revision": state.0.id.revision,
+        "replica": state.0.id.replica,
+    }))
+    .into_response()
+}
+
+/// `GET /cpu?seconds=N`: burn CPU N seconds, then answer.
+async fn cpu(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
+    let d = match seconds(&state, q.as_deref()) {
+        Ok(d) => d,
+        Err(r) => return r,
+    };
+    burn(d).await;
+    Json(serde_json::json!({
+        "status": "ok",
+        "burned_s": d.as_secs_f64(),
+        "revision": state.0.id.revision,
+        "replica": state.0.id.replica,
+    }))
+    .into_response()
+}
+
+/// `GET /status`, or `/status?code=N` to answer with status N (200..=599).
+async fn status(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
+    let code = match query_param(q.as_deref(), "code") {
+        None => StatusCode::OK,
+        Some(v) => match v.trim().parse::<u16>() {
+            Ok(n) if (200..=599).contains(&n) => match StatusCode::from_u16(n) {
+                Ok(c) => c,
+                Err(_) => return error_response(StatusCode::BAD_REQUEST, "invalid status code"),
+            },
+            _ => {
+                return error_response(
+                    StatusCode::BAD_REQUEST,
+                    &format!("code must be a whole number 200..=599, got {v:?}"),
+                );
+            }
+        },
+    };
+    let sim = state.simulation();
+    let id = &state.0.id;
+    let body = serde_json::json!({
+        "zombie": sim.zombie,
+        "deadlocked": sim.deadlocked,
+        // This request excluded.
+        "inflight": state.inflight().saturating_sub(1),
+        "started": state.is_started(),
+        "ready": state.is_started() && !state.is_draining(),
+        "draining": state.is_draining(),
+        "uptime_s": (state.uptime_s() * 1000.0).round() / 1000.0,
+        "app": id.app,
+        "revision": id.revision,
+        "replica": id.replica,
+        "generation": id.generation,
+        "status_code": code.as_u16(),
+    });
+    let mut resp = (code, Json(body)).into_response();
+    if [
+        StatusCode::NO_CONTENT,
+        StatusCode::RESET_CONTENT,
+        StatusCode::NOT_MODIFIED,
+    ]
+    .contains(&code)
+    {
+        *resp.body_mut() = Body::empty();
+        resp.headers_mut().remove(header::CONTENT_TYPE);
+    }
+    resp
+}
