@@ -1,0 +1,361 @@
+//! Test support: run the real `subject` binary (or the library in-process) on 127.0.0.1 and
+//! talk HTTP/1.1 to it over connections the test controls (keep-alive included).
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+
+/// A running `subject` process; killed (SIGKILL) when dropped.
+pub struct Subject {
+    pub child: Child,
+    pub spawned: Instant,
+    out: Arc<Mutex<Vec<String>>>,
+    err: Arc<Mutex<Vec<String>>>,
+}
+
+/// A free port on 127.0.0.1 (bound, then released): for bind-late tests that must know the port
+/// before the process binds it.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn reader(stream: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let l = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines() {
+            match line {
+                Ok(line) => l.lock().unwrap().push(line),
+                Err(_) => break,
+            }
+        }
+    });
+    lines
+}
+
+impl Subject {
+    /// Spawns the binary with a clean environment plus `env` (PORT defaults to 0, BIND_ADDRESS
+    /// to 127.0.0.1).
+    pub fn spawn(env: &[(&str, &str)]) -> Subject {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_subject"));
+        cmd.env_clear()
+            .env("PORT", "0")
+            .env("BIND_ADDRESS", "127.0.0.1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let spawned = Instant::now();
+        let mut child = cmd.spawn().expect("spawn subject");
+        let out = reader(child.stdout.take().unwrap());
+        let err = reader(child.stderr.take().unwrap());
+        Subject {
+            child,
+            spawned,
+            out,
+            err,
+        }
+    }
+
+    /// Every stdout line so far.
+    pub fn stdout(&self) -> Vec<String> {
+        self.out.lock().unwrap().clone()
+    }
+
+    /// Every stderr line so far.
+    pub fn stderr(&self) -> Vec<String> {
+        self.err.lock().unwrap().clone()
+    }
+
+    /// stdout lines parsed as JSON (each must be a JSON object).
+    pub fn json_lines(&self) -> Vec<serde_json::Value> {
+        self.stdout()
+            .iter()
+            .map(|l| {
+                let v: serde_json::Value =
+                    serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}"));
+                assert!(v.is_object(), "{l}");
+                v
+            })
+            .collect()
+    }
+
+    /// Subject lines with `event == name`.
+    pub fn events(&self, name: &str) -> Vec<serde_json::Value> {
+        self.json_lines()
+            .into_iter()
+            .filter(|v| v["kind"] == "subject" && v["event"] == name)
+            .collect()
+    }
+
+    /// Waits (bounded) for a stdout line matching `pred`.
+    pub fn wait_line(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            for l in self.stdout() {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&l)
+                    && pred(&v)
+                {
+                    return v;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no matching line within {timeout:?}; stdout: {:#?}; stderr: {:#?}",
+                self.stdout(),
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The port from the `listening` log line (waits for it, 10 s at most).
+    pub fn port(&self) -> u16 {
+        let v = self.wait_line(Duration::from_secs(10), |v| {
+            v["kind"] == "log" && v["msg"] == "listening"
+        });
+        v["fields"]["port"].as_u64().unwrap() as u16
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM (via kill(1): the workspace denies unsafe code, so no libc::kill here).
+    pub fn sigterm(&self) {
+        let st = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    /// Waits (bounded) for the process to exit.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return Some(st);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Subject {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP response, body read whole.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: hyper::HeaderMap,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON: {:?}: {e}", self.body))
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// One HTTP/1.1 connection the test holds (keep-alive across requests).
+pub struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    pub task: JoinHandle<Result<(), hyper::Error>>,
+}
+
+impl Conn {
+    pub async fn open(port: u16) -> std::io::Result<Conn> {
+        let stream = TcpStream::connect(("127.0.0.1", port)).await?;
+        stream.set_nodelay(true)?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(std::io::Error::other)?;
+        let task = tokio::spawn(conn);
+        Ok(Conn { sender, task })
+    }
+
+    /// Sends a request on this connection; `Err` when the connection failed or closed.
+    pub async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Result<Resp, String> {
+        self.sender
+            .ready()
+            .await
+            .map_err(|e| format!("not ready: {e}"))?;
+        let mut b = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "127.0.0.1");
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req = b.body(Full::new(Bytes::from(body.to_owned()))).unwrap();
+        let resp = self
+            .sender
+            .send_request(req)
+            .await
+            .map_err(|e| format!("request failed: {e}"))?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("body failed: {e}"))?
+            .to_bytes();
+        Ok(Resp {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        })
+    }
+
+    pub async fn get(&mut self, path: &str) -> Result<Resp, String> {
+        self.send("GET", path, &[], "").await
+    }
+
+    /// True once the connection has ended (the server closed it).
+    pub fn is_closed(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Waits (bounded) for the connection to end; true if it did.
+    pub async fn wait_closed(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.is_closed() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        self.is_closed()
+    }
+}
+
+/// A request on a fresh connection, with a client timeout.
+pub async fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    timeout: Duration,
+) -> Result<Resp, String> {
+    let fut = async {
+        let mut c = Conn::open(port)
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        c.send(method, path, headers, body).await
+    };
+    tokio::time::timeout(timeout, fut)
+        .await
+        .map_err(|_| format!("timeout after {timeout:?}"))?
+}
+
+/// `GET path` on a fresh connection, 5 s timeout.
+pub async fn get(port: u16, path: &str) -> Resp {
+    request(port, "GET", path, &[], "", Duration::from_secs(5))
+        .await
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+}
+
+/// `POST path` with a JSON body on a fresh connection, 5 s timeout.
+pub async fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
+    request(port, "POST", path, headers, body, Duration::from_secs(5))
+        .await
+        .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+}
+
+/// Whether a TCP connect to the port is refused right now.
+pub async fn refused(port: u16) -> bool {
+    matches!(
+        TcpStream::connect(("127.0.0.1", port)).await,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+    )
+}
+
+/// A subject running in this process (library `run_with`) on a free port; `stop()` sends the
+/// termination signal.
+pub struct InProcess {
+    pub addr: SocketAddr,
+    pub term: Option<tokio::sync::oneshot::Sender<()>>,
+    pub task: JoinHandle<Result<subject::Exit, subject::RunError>>,
+    pub exits: Arc<Mutex<Vec<i32>>>,
+}
+
+impl InProcess {
+    pub async fn start(mut cfg: subject::Config) -> InProcess {
+        cfg.port = 0;
+        cfg.bind_address = "127.0.0.1".parse().unwrap();
+        let (term_tx, term_rx) = tokio::sync::oneshot::channel::<()>();
+        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+        let exits = Arc::new(Mutex::new(Vec::new()));
+        let e = exits.clone();
+        let hooks = subject::Hooks {
+            on_listening: Some(addr_tx),
+            exit: Arc::new(move |code| e.lock().unwrap().push(code)),
+        };
+        let task = tokio::spawn(subject::run_with(
+            cfg,
+            async move {
+                let _ = term_rx.await;
+                "SIGTERM"
+            },
+            hooks,
+        ));
+        let addr = tokio::time::timeout(Duration::from_secs(10), addr_rx)
+            .await
+            .expect("listening in time")
+            .expect("address sent");
+        InProcess {
+            addr,
+            term: Some(term_tx),
+            task,
+            exits,
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(t) = self.term.take() {
+            let _ = t.send(());
+        }
+    }
+}
