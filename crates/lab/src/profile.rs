@@ -1,0 +1,162 @@
+//! Profiles: named overlays merged over the lab file.
+//!
+//! `[profiles.quick]` holds a partial lab document. Merging is deep: tables merge key by key;
+//! arrays of tables whose elements have a `name` merge element by element on that name (an
+//! overlay element with a new name is appended); every other value is replaced. So a quick
+//! profile can shorten one step or one app's startup delay without restating the rest:
+//!
+//! ```toml
+//! [[profiles.quick.apps]]
+//! name = "subject"
+//! env = { STARTUP_DELAY_SECONDS = "3" }
+//!
+//! [[profiles.quick.steps]]
+//! name = "perturbation"
+//! events = 3
+//! interval = "40s"
+//! ```
+
+use toml::{Table, Value};
+
+/// The profile that means "the file as written" when the file does not define it.
+pub const FULL: &str = "full";
+
+/// Removes `profiles` from `doc` and merges the named one over the rest.
+///
+/// Errors with the list of defined profiles when `name` is unknown (and is not `full`).
+pub fn apply(mut doc: Table, name: &str) -> Result<Table, String> {
+    let profiles = match doc.remove("profiles") {
+        Some(Value::Table(t)) => t,
+        _ => Table::new(),
+    };
+    match profiles.get(name) {
+        Some(Value::Table(overlay)) => {
+            merge_tables(&mut doc, overlay);
+            Ok(doc)
+        }
+        _ if name == FULL => Ok(doc),
+        _ => {
+            let mut defined: Vec<&str> = profiles.keys().map(String::as_str).collect();
+            if !defined.contains(&FULL) {
+                defined.push(FULL);
+            }
+            defined.sort_unstable();
+            Err(defined.join(", "))
+        }
+    }
+}
+
+/// Deep-merges `overlay` into `base` (see the module docs for the rules).
+pub fn merge_tables(base: &mut Table, overlay: &Table) {
+    for (key, over) in overlay {
+        match (base.get_mut(key), over) {
+            (Some(Value::Table(b)), Value::Table(o)) => merge_tables(b, o),
+            (Some(Value::Array(b)), Value::Array(o))
+                if is_named_tables(b) && is_named_tables(o) =>
+            {
+                merge_named(b, o)
+            }
+            _ => {
+                base.insert(key.clone(), over.clone());
+            }
+        }
+    }
+}
+
+fn name_of(v: &Value) -> Option<&str> {
+    v.as_table()
+        .and_then(|t| t.get("name"))
+        .and_then(Value::as_str)
+}
+
+fn is_named_tables(a: &[Value]) -> bool {
+    !a.is_empty() && a.iter().all(|v| name_of(v).is_some())
+}
+
+fn merge_named(base: &mut Vec<Value>, overlay: &[Value]) {
+    for over in overlay {
+        let name = name_of(over);
+        match base.iter_mut().find(|b| name_of(b) == name) {
+            Some(Value::Table(b)) => {
+                if let Value::Table(o) = over {
+                    merge_tables(b, o);
+                }
+            }
+            _ => base.push(over.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(s: &str) -> Table {
+        toml::from_str(s).unwrap()
+    }
+
+    const BASE: &str = r#"
+        title = "t"
+        [rule]
+        consecutive = 3
+        threshold_pct = 0.5
+        [[apps]]
+        name = "subject"
+        replicas = 3
+        env = { STARTUP_DELAY_SECONDS = "25", STARTUP_MODE = "bind-late" }
+        [[apps]]
+        name = "dependency"
+        replicas = 1
+        [[steps]]
+        name = "baseline"
+        duration = "300s"
+        [[steps]]
+        name = "perturbation"
+        events = 12
+        interval = "600s"
+        [profiles.quick]
+        rule = { consecutive = 2 }
+        [[profiles.quick.apps]]
+        name = "subject"
+        env = { STARTUP_DELAY_SECONDS = "3" }
+        [[profiles.quick.steps]]
+        name = "perturbation"
+        events = 3
+        [[profiles.quick.steps]]
+        name = "extra"
+        duration = "10s"
+    "#;
+
+    #[test]
+    fn quick_overlays_named_elements_and_keeps_the_rest() {
+        let merged = apply(doc(BASE), "quick").unwrap();
+        assert!(merged.get("profiles").is_none());
+        assert_eq!(merged["rule"]["consecutive"].as_integer(), Some(2));
+        assert_eq!(merged["rule"]["threshold_pct"].as_float(), Some(0.5));
+        let apps = merged["apps"].as_array().unwrap();
+        assert_eq!(apps.len(), 2);
+        assert_eq!(apps[0]["env"]["STARTUP_DELAY_SECONDS"].as_str(), Some("3"));
+        assert_eq!(apps[0]["env"]["STARTUP_MODE"].as_str(), Some("bind-late"));
+        assert_eq!(apps[0]["replicas"].as_integer(), Some(3));
+        let steps = merged["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 3, "new names are appended");
+        assert_eq!(steps[1]["events"].as_integer(), Some(3));
+        assert_eq!(steps[1]["interval"].as_str(), Some("600s"));
+        assert_eq!(steps[2]["name"].as_str(), Some("extra"));
+    }
+
+    #[test]
+    fn full_is_the_file_as_written() {
+        let merged = apply(doc(BASE), FULL).unwrap();
+        assert_eq!(merged["rule"]["consecutive"].as_integer(), Some(3));
+        assert_eq!(
+            merged["steps"].as_array().unwrap()[1]["events"].as_integer(),
+            Some(12)
+        );
+    }
+
+    #[test]
+    fn unknown_profiles_list_the_defined_ones() {
+        assert_eq!(apply(doc(BASE), "slow").unwrap_err(), "full, quick");
+    }
+}

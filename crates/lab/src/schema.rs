@@ -1,0 +1,486 @@
+//! The lab file's types. Unknown keys are errors: a typo in a pre-registration must not pass
+//! silently. Durations are written as text (`10s`, `2m`, `600s`) and parsed with
+//! [`labkit::config::parse_duration`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use labkit::config::parse_duration;
+use serde::{Deserialize, Serialize};
+
+/// A whole lab, after its profile was applied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lab {
+    pub title: String,
+    /// The question the lab answers, in one sentence.
+    pub question: String,
+    #[serde(default)]
+    pub kind: LabKind,
+    /// Where the lab comes from (the write-up it reproduces).
+    #[serde(default)]
+    pub source: Option<String>,
+    pub hypothesis: Hypothesis,
+    /// The binding falsification rule (required for falsification labs).
+    #[serde(default)]
+    pub rule: Option<Rule>,
+    #[serde(default)]
+    pub preconditions: Preconditions,
+    /// Phase name → run_id prefix(es), read by the analysis.
+    #[serde(default)]
+    pub phases: BTreeMap<String, toml::Value>,
+    pub apps: Vec<App>,
+    #[serde(default)]
+    pub load: Vec<Load>,
+    pub steps: Vec<Step>,
+    #[serde(default)]
+    pub checks: Vec<Check>,
+}
+
+/// Whether the verdict comes from a falsification rule or from expected observations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LabKind {
+    /// `held` / `falsified` by the `[rule]`.
+    #[default]
+    Falsification,
+    /// `held` when every `[[checks]]` entry is observed.
+    Observation,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hypothesis {
+    pub text: String,
+    /// The strongest evidence level an attribution may carry (`Strongly Suggested`, ...).
+    #[serde(default)]
+    pub evidence_cap: Option<String>,
+    /// What the lab expects: `held` for a masking claim, `falsified` for a positive control.
+    #[serde(default)]
+    pub expect: Option<String>,
+}
+
+/// The binding rule: falsified when, in a judged phase, `consecutive` windows of `window` each
+/// have err_pct strictly above `threshold_pct`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub window: String,
+    pub consecutive: u32,
+    pub threshold_pct: f64,
+    #[serde(default)]
+    pub phases: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preconditions {
+    #[serde(default)]
+    pub baseline_clean: bool,
+    #[serde(default)]
+    pub headroom: bool,
+    #[serde(default)]
+    pub headroom_factor: Option<f64>,
+    #[serde(default)]
+    pub perturbations_observed: bool,
+    #[serde(default)]
+    pub expected_perturbations: Option<u32>,
+}
+
+/// An app under test, in the shape of a Container Apps template.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct App {
+    pub name: String,
+    /// `probelab/<name>:<tag>`; `:dev` locally, the pushed tag on Azure.
+    pub image: String,
+    #[serde(default = "one")]
+    pub replicas: u32,
+    #[serde(default)]
+    pub termination_grace_seconds: Option<u64>,
+    #[serde(default)]
+    pub ingress: Option<Ingress>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub probes: Vec<Probe>,
+    /// Emulator knobs (ignored on Azure, recorded in the pack): when a new revision counts as
+    /// ready (`firstReplica`, Container Apps' documented rule, or `allReplicas`).
+    #[serde(default)]
+    pub revision_ready: Option<String>,
+    /// Emulator knob: seconds between removing a replica from routing and SIGTERM.
+    #[serde(default)]
+    pub drain_delay_seconds: Option<u64>,
+    /// Emulator knob: milliseconds routing continues after SIGTERM.
+    #[serde(default)]
+    pub routing_removal_lag_ms: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ingress {
+    #[serde(default = "yes")]
+    pub external: bool,
+    pub target_port: u16,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A probe, in Container Apps' terms.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Probe {
+    /// `Startup`, `Readiness` or `Liveness`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// HTTP GET path; absent for a TCP probe.
+    #[serde(default)]
+    pub path: Option<String>,
+    pub port: u16,
+    #[serde(default)]
+    pub initial_delay_seconds: Option<u32>,
+    #[serde(default)]
+    pub period_seconds: Option<u32>,
+    #[serde(default)]
+    pub timeout_seconds: Option<u32>,
+    #[serde(default)]
+    pub failure_threshold: Option<u32>,
+    #[serde(default)]
+    pub success_threshold: Option<u32>,
+}
+
+/// One load stream: a loadgen job against an app's ingress.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Load {
+    pub name: String,
+    /// The app whose ingress is the target.
+    pub target: String,
+    #[serde(default = "root_path")]
+    pub path: String,
+    /// Open model: requests per second. Closed model: ignored.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// `close` (a new connection per request) or `keep-alive`.
+    #[serde(default = "keep_alive")]
+    pub connection: String,
+    /// Closed model: this many workers, each with one persistent connection.
+    #[serde(default)]
+    pub workers: Option<u32>,
+    #[serde(default)]
+    pub think: Option<String>,
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Side streams, loadgen `--also` syntax.
+    #[serde(default)]
+    pub also: Vec<String>,
+    #[serde(default)]
+    pub log_requests: Option<String>,
+}
+
+fn root_path() -> String {
+    "/".to_owned()
+}
+
+fn keep_alive() -> String {
+    "keep-alive".to_owned()
+}
+
+/// One step of the schedule. Steps run in order; each runs every load (or those named) for its
+/// duration, with a run_id of `<phase>-...`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub name: String,
+    /// `preflight`, `baseline`, `perturbation`, `supplemental-restart` or any other label.
+    pub phase: String,
+    /// How long the step's load runs. Without it: `events × interval`.
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// What happens during the step, `events` times, every `interval`, the first after `offset`.
+    #[serde(default)]
+    pub action: Option<Action>,
+    #[serde(default)]
+    pub events: Option<u32>,
+    #[serde(default)]
+    pub interval: Option<String>,
+    #[serde(default)]
+    pub offset: Option<String>,
+    /// Preflight staircase: rates stepped through, each for `staircase_step`, with pauses.
+    #[serde(default)]
+    pub staircase: Vec<f64>,
+    #[serde(default)]
+    pub staircase_step: Option<String>,
+    #[serde(default)]
+    pub staircase_pause: Option<String>,
+    /// Loads that run in this step (default: all).
+    #[serde(default)]
+    pub loads: Option<Vec<String>>,
+}
+
+/// A perturbation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Action {
+    /// A template change: `ROLLOUT_GENERATION` set to the event number, so a new revision rolls out.
+    Rollout { app: String },
+    /// Revision restart of the app's active revision.
+    Restart { app: String },
+    /// Change the dependency app at run time (`POST /admin/dependency`), restored after
+    /// `restore_after` when given.
+    Dependency {
+        app: String,
+        #[serde(default)]
+        healthy: Option<bool>,
+        #[serde(default)]
+        delay_ms: Option<u64>,
+        #[serde(default)]
+        fail_rate: Option<f64>,
+        #[serde(default)]
+        restore_after: Option<String>,
+    },
+    /// `POST /simulate/<mode>` on the app (`zombie`, `deadlock`, `crash`, `reset`).
+    Simulate {
+        app: String,
+        mode: String,
+        #[serde(default)]
+        restore_after: Option<String>,
+    },
+    /// One blocking request (e.g. `/delay?seconds=60`) through the app's ingress.
+    Saturate { app: String, path: String },
+    /// Set env vars on the app's template (a new revision), e.g. to switch `SHUTDOWN_MODE`.
+    SetEnv {
+        app: String,
+        env: BTreeMap<String, String>,
+    },
+}
+
+impl Action {
+    pub fn app(&self) -> &str {
+        match self {
+            Action::Rollout { app }
+            | Action::Restart { app }
+            | Action::Dependency { app, .. }
+            | Action::Simulate { app, .. }
+            | Action::Saturate { app, .. }
+            | Action::SetEnv { app, .. } => app,
+        }
+    }
+}
+
+/// An expected observation, evaluated by the analysis into the verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub name: String,
+    /// `restart_count_at_least`, `restart_count_at_most`, `no_errors`, `errors_at_least`,
+    /// `probe_failed`, `status_seen`, ...: the analysis documents each.
+    pub kind: String,
+    #[serde(default)]
+    pub app: Option<String>,
+    #[serde(default)]
+    pub load: Option<String>,
+    #[serde(default)]
+    pub scenario: Option<String>,
+    #[serde(default)]
+    pub step: Option<String>,
+    #[serde(default)]
+    pub probe: Option<String>,
+    #[serde(default)]
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub min: Option<f64>,
+    #[serde(default)]
+    pub max: Option<f64>,
+    #[serde(default)]
+    pub within: Option<String>,
+}
+
+impl Lab {
+    /// Checks what serde cannot: references between sections, durations, rule presence.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        let app_names: Vec<&str> = self.apps.iter().map(|a| a.name.as_str()).collect();
+        let load_names: Vec<&str> = self.load.iter().map(|l| l.name.as_str()).collect();
+        let step_names: Vec<&str> = self.steps.iter().map(|s| s.name.as_str()).collect();
+        for (what, names) in [
+            ("app", &app_names),
+            ("load", &load_names),
+            ("step", &step_names),
+        ] {
+            let mut sorted = names.clone();
+            sorted.sort_unstable();
+            sorted.windows(2).filter(|w| w[0] == w[1]).for_each(|w| {
+                problems.push(format!("{what} name {:?} is used twice", w[0]));
+            });
+        }
+        match (self.kind, &self.rule) {
+            (LabKind::Falsification, None) => {
+                problems.push("a falsification lab needs a [rule]".to_owned())
+            }
+            (LabKind::Observation, _) if self.checks.is_empty() => {
+                problems.push("an observation lab needs at least one [[checks]] entry".to_owned())
+            }
+            _ => {}
+        }
+        if let Some(rule) = &self.rule {
+            check_duration(&mut problems, "rule.window", Some(&rule.window));
+            if rule.consecutive == 0 {
+                problems.push("rule.consecutive must be at least 1".to_owned());
+            }
+            if !(0.0..=100.0).contains(&rule.threshold_pct) {
+                problems.push("rule.threshold_pct must be between 0 and 100".to_owned());
+            }
+        }
+        for app in &self.apps {
+            if !is_resource_name(&app.name) {
+                problems.push(format!(
+                    "app name {:?}: lower case letters, digits and '-', 2-32 characters, starting with a letter",
+                    app.name
+                ));
+            }
+            if app.replicas == 0 {
+                problems.push(format!("app {}: replicas must be at least 1", app.name));
+            }
+            for p in &app.probes {
+                if !["Startup", "Readiness", "Liveness"].contains(&p.kind.as_str()) {
+                    problems.push(format!(
+                        "app {}: probe type {:?} is not Startup, Readiness or Liveness",
+                        app.name, p.kind
+                    ));
+                }
+            }
+        }
+        for load in &self.load {
+            if !app_names.contains(&load.target.as_str()) {
+                problems.push(format!(
+                    "load {}: target app {:?} is not defined",
+                    load.name, load.target
+                ));
+            }
+            if !["close", "keep-alive"].contains(&load.connection.as_str()) {
+                problems.push(format!(
+                    "load {}: connection must be close or keep-alive",
+                    load.name
+                ));
+            }
+            if load.rate.is_none() && load.workers.is_none() {
+                problems.push(format!(
+                    "load {}: set rate (open model) or workers (closed model)",
+                    load.name
+                ));
+            }
+            check_duration(
+                &mut problems,
+                &format!("load {} timeout", load.name),
+                load.timeout.as_deref(),
+            );
+            check_duration(
+                &mut problems,
+                &format!("load {} think", load.name),
+                load.think.as_deref(),
+            );
+        }
+        for step in &self.steps {
+            let ctx = format!("step {}", step.name);
+            for (k, v) in [
+                ("duration", &step.duration),
+                ("interval", &step.interval),
+                ("offset", &step.offset),
+                ("staircase_step", &step.staircase_step),
+                ("staircase_pause", &step.staircase_pause),
+            ] {
+                check_duration(&mut problems, &format!("{ctx} {k}"), v.as_deref());
+            }
+            if step.duration.is_none()
+                && (step.events.is_none() || step.interval.is_none())
+                && step.staircase.is_empty()
+            {
+                problems.push(format!(
+                    "{ctx}: give a duration, or events and interval, or a staircase"
+                ));
+            }
+            if let Some(action) = &step.action
+                && !app_names.contains(&action.app())
+            {
+                problems.push(format!(
+                    "{ctx}: action targets undefined app {:?}",
+                    action.app()
+                ));
+            }
+            for l in step.loads.iter().flatten() {
+                if !load_names.contains(&l.as_str()) {
+                    problems.push(format!("{ctx}: load {l:?} is not defined"));
+                }
+            }
+        }
+        for check in &self.checks {
+            if let Some(app) = &check.app
+                && !app_names.contains(&app.as_str())
+            {
+                problems.push(format!("check {}: app {app:?} is not defined", check.name));
+            }
+            if let Some(step) = &check.step
+                && !step_names.contains(&step.as_str())
+            {
+                problems.push(format!(
+                    "check {}: step {step:?} is not defined",
+                    check.name
+                ));
+            }
+            check_duration(
+                &mut problems,
+                &format!("check {} within", check.name),
+                check.within.as_deref(),
+            );
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    pub fn app(&self, name: &str) -> Option<&App> {
+        self.apps.iter().find(|a| a.name == name)
+    }
+}
+
+impl Step {
+    /// How long the step's load runs: `duration`, else `offset + events × interval`, else the
+    /// staircase's total.
+    pub fn load_duration(&self) -> Duration {
+        let d = |s: &Option<String>| s.as_deref().and_then(|s| parse_duration(s).ok());
+        if let Some(x) = d(&self.duration) {
+            return x;
+        }
+        if let (Some(n), Some(i)) = (self.events, d(&self.interval)) {
+            return d(&self.offset).unwrap_or_default() + i * n;
+        }
+        let step = d(&self.staircase_step).unwrap_or_default();
+        let pause = d(&self.staircase_pause).unwrap_or_default();
+        let n = u32::try_from(self.staircase.len()).unwrap_or(u32::MAX);
+        step * n + pause * n.saturating_sub(1)
+    }
+}
+
+fn check_duration(problems: &mut Vec<String>, what: &str, v: Option<&str>) {
+    if let Some(Err(e)) = v.map(parse_duration) {
+        problems.push(format!("{what}: {e}"));
+    }
+}
+
+fn is_resource_name(s: &str) -> bool {
+    (2..=32).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.ends_with('-')
+        && !s.contains("--")
+}
