@@ -1,0 +1,21 @@
+//! arm: the Microsoft.App Azure Resource Manager client probelab's samplers and orchestrator use.
+//!
+//! - [`models`]: serde types for containerApps, revisions, replicas, jobs and executions that
+//!   keep unknown fields and unknown enum values, so a GET-modify-PATCH loses nothing.
+//! - [`client`]: [`ArmClient`] — requests with a bearer token, retries with exponential back-off
+//!   and jitter honouring `Retry-After`, a per-call timeout and an optional caller deadline,
+//!   `nextLink` pagination, long-running operations (`Azure-AsyncOperation` before `Location`).
+//! - [`token`]: [`TokenSource`] — managed identity, Azure CLI or none (`ARM_TOKEN_SOURCE`),
+//!   cached and refreshed before expiry, never logged.
+//! - [`error`]: [`ArmError`], carrying the ARM error code and message.
+//!
+//! The same client talks to Azure and to localplane: only `ARM_ENDPOINT` differs.
+
+pub mod client;
+pub mod error;
+pub mod models;
+pub mod token;
+
+pub use client::{ArmClient, ClientConfig, RetryPolicy, Scope, fresh_revision_suffix};
+pub use error::ArmError;
+pub use token::{BearerToken, IdentityEnv, TokenSource, TokenSourceKind};
