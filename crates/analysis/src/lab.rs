@@ -1,0 +1,189 @@
+//! The part of a lab file (`lab.toml` in an evidence pack) the analysis reads.
+//!
+//! The orchestrator defines the full lab format (`labs/*.toml`); the analysis reads only the
+//! tables below and ignores every other key, so the lab format can grow freely:
+//!
+//! ```toml
+//! [hypothesis]
+//! text = "A rolling rollout with a 25 s startup hides every 5xx from clients."
+//! evidence_cap = "Strongly Suggested"   # strongest level any attribution may carry
+//!
+//! [rule]                 # the binding falsification rule
+//! window = "10s"         # or window_s = 10
+//! consecutive = 3        # K consecutive windows ...
+//! threshold_pct = 0.5    # ... each with err_pct strictly above this
+//! phases = ["perturbation", "supplemental-restart"]   # phases the rule judges
+//!
+//! [preconditions]        # each `true` makes missing data a failed precondition
+//! baseline_clean = true
+//! headroom = true
+//! headroom_factor = 1.5  # staircase p50(step 2) / p50(step 1) must stay at or below this
+//! perturbations_observed = true
+//! expected_perturbations = 12
+//!
+//! [phases]               # phase name = run_id prefix(es); otherwise the built-in prefixes
+//! baseline = "baseline-"
+//! perturbation = ["perturbation-", "rollout-"]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::Error;
+use crate::evidence::Level;
+
+/// The lab file subset (every table optional, unknown keys ignored).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct LabFile {
+    #[serde(default)]
+    pub hypothesis: Hypothesis,
+    #[serde(default)]
+    pub rule: RuleSpec,
+    #[serde(default)]
+    pub preconditions: Preconditions,
+    #[serde(default)]
+    pub phases: BTreeMap<String, Prefixes>,
+}
+
+/// `[hypothesis]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Hypothesis {
+    pub text: Option<String>,
+    /// `Measured`, `Observed`, `Strongly Suggested`, `Inferred` or `Correlated` (brackets optional).
+    pub evidence_cap: Option<String>,
+}
+
+/// `[rule]`: every key optional; missing ones come from the command line defaults.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RuleSpec {
+    pub window: Option<String>,
+    pub window_s: Option<u64>,
+    pub consecutive: Option<u32>,
+    pub threshold_pct: Option<f64>,
+    pub phases: Option<Vec<String>>,
+}
+
+/// `[preconditions]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Preconditions {
+    #[serde(default)]
+    pub baseline_clean: bool,
+    #[serde(default)]
+    pub headroom: bool,
+    pub headroom_factor: Option<f64>,
+    #[serde(default)]
+    pub perturbations_observed: bool,
+    pub expected_perturbations: Option<u32>,
+}
+
+/// A phase's run_id prefix, one or several.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Prefixes {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Prefixes {
+    fn iter(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match self {
+            Prefixes::One(s) => Box::new(std::iter::once(s.as_str())),
+            Prefixes::Many(v) => Box::new(v.iter().map(String::as_str)),
+        }
+    }
+}
+
+impl LabFile {
+    /// Reads and parses a lab file.
+    pub fn read(path: &Path) -> Result<LabFile, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::parse(&text).map_err(|e| Error::Lab {
+            path: path.display().to_string(),
+            msg: e,
+        })
+    }
+
+    /// Parses the text of a lab file.
+    pub fn parse(text: &str) -> Result<LabFile, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// The evidence cap, when the lab sets one.
+    pub fn cap(&self) -> Result<Option<Level>, Error> {
+        match &self.hypothesis.evidence_cap {
+            None => Ok(None),
+            Some(s) => Level::parse(s).map(Some).ok_or_else(|| Error::Lab {
+                path: "lab.toml".into(),
+                msg: format!("unknown evidence level {s:?} in [hypothesis] evidence_cap"),
+            }),
+        }
+    }
+
+    /// The phase of a run: the lab's `[phases]` prefixes first (longest prefix wins), then the
+    /// built-in prefixes, then `other`.
+    pub fn phase_of(&self, run_id: &str) -> String {
+        let mut best: Option<(&str, usize)> = None;
+        for (name, p) in &self.phases {
+            for prefix in p.iter() {
+                if run_id.starts_with(prefix) && best.is_none_or(|(_, l)| prefix.len() > l) {
+                    best = Some((name, prefix.len()));
+                }
+            }
+        }
+        if let Some((name, _)) = best {
+            return name.to_owned();
+        }
+        default_phase(run_id).to_owned()
+    }
+}
+
+/// The phase implied by the original lab's run_id prefixes.
+pub fn default_phase(run_id: &str) -> &'static str {
+    for (prefix, phase) in [
+        ("baseline-", "baseline"),
+        ("perturbation-", "perturbation"),
+        ("supplemental-restart-", "supplemental-restart"),
+        ("preflight-", "preflight"),
+    ] {
+        if run_id.starts_with(prefix) {
+            return phase;
+        }
+    }
+    "other"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerates_extra_keys_and_reads_the_subset() {
+        let lab = LabFile::parse(
+            r#"
+            title = "startup degraded"
+            [hypothesis]
+            text = "no 5xx"
+            evidence_cap = "[Strongly Suggested]"
+            [rule]
+            window = "10s"
+            consecutive = 3
+            threshold_pct = 0.5
+            [phases]
+            baseline = "warmup-"
+            [[apps]]
+            name = "subject"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(lab.rule.consecutive, Some(3));
+        assert_eq!(lab.cap().unwrap(), Some(Level::StronglySuggested));
+        assert_eq!(lab.phase_of("warmup-1"), "baseline");
+        assert_eq!(
+            lab.phase_of("supplemental-restart-2"),
+            "supplemental-restart"
+        );
+        assert_eq!(lab.phase_of("x"), "other");
+    }
+}

@@ -1,0 +1,416 @@
+//! analysis: from log tables to a mechanical verdict, tables, report and charts.
+//!
+//! [`analyze`] reads any mix of inputs ([`input`] detects each file's shape), folds them into
+//! per-run windows ([`model::Acc`], streaming), and computes the tables Q1–Q7, the error
+//! forensics and the extra analyses ([`rule`], [`timeline`]), the gates and the verdict
+//! ([`verdict`]). [`pack::write`] writes them as an evidence pack: `tables/*.{json,tsv}`,
+//! `gates.json`, `verdict.json`, `report.md` ([`report`]) with `charts/*.svg` ([`charts`]), and
+//! `manifest.sha256`, every file atomically.
+//!
+//! **Invariant:** analysis does no network I/O and never writes outside the output directory.
+
+pub mod charts;
+pub mod evidence;
+pub mod input;
+pub mod lab;
+pub mod model;
+pub mod pack;
+pub mod report;
+pub mod rule;
+pub mod table;
+pub mod timeline;
+pub mod ts;
+pub mod verdict;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+pub use evidence::{Level, Statement};
+pub use lab::LabFile;
+pub use rule::{BucketRow, Rule, RunSummary, Streak};
+pub use table::Table;
+pub use verdict::{Gate, Outcome, Verdict};
+
+use crate::model::{Acc, InputStats};
+use crate::table::{num, pct};
+use crate::ts::{iso_ms, iso_s};
+
+/// Errors that stop an analysis (unparseable input lines never do).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("lab file {path}: {msg}")]
+    Lab { path: String, msg: String },
+    #[error("invalid rule: {0}")]
+    Rule(String),
+    #[error("no input files found in {0}")]
+    NoInputs(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn io(path: &Path, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// How to analyse.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The rule from the command line (a lab file's `[rule]` overrides each key it sets).
+    pub rule: Rule,
+    /// The lab file; default: `lab.toml` in the output directory, if there is one.
+    pub lab: Option<PathBuf>,
+}
+
+/// Everything computed from one set of inputs.
+pub struct Analysis {
+    pub rule: Rule,
+    pub lab: LabFile,
+    pub lab_path: Option<PathBuf>,
+    pub cap: Option<Level>,
+    pub files: Vec<PathBuf>,
+    pub acc: Acc,
+    pub q2: Vec<BucketRow>,
+    pub runs: Vec<RunSummary>,
+    pub streaks: Vec<Streak>,
+    pub tables: Vec<Table>,
+    pub gates: Vec<Gate>,
+    pub verdict: Verdict,
+    pub statements: Vec<Statement>,
+}
+
+impl Analysis {
+    pub fn stats(&self) -> &InputStats {
+        &self.acc.stats
+    }
+
+    pub fn table(&self, name_prefix: &str) -> Option<&Table> {
+        self.tables.iter().find(|t| t.name.starts_with(name_prefix))
+    }
+}
+
+/// The lab file for an analysis: the one given, else `lab.toml` in `dir`.
+pub fn find_lab(given: Option<&Path>, dir: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = given {
+        return Some(p.to_path_buf());
+    }
+    let p = dir?.join("lab.toml");
+    p.is_file().then_some(p)
+}
+
+/// Reads the inputs and computes every table, gate and the verdict.
+pub fn analyze(inputs: &[PathBuf], opts: &Options) -> Result<Analysis, Error> {
+    let (lab, lab_path) = match &opts.lab {
+        Some(p) => (LabFile::read(p)?, Some(p.clone())),
+        None => (LabFile::default(), None),
+    };
+    let cap = lab.cap()?;
+    let rule = opts.rule.clone().with_lab(&lab).map_err(Error::Rule)?;
+    rule.validate().map_err(Error::Rule)?;
+    let files = input::collect(inputs)?;
+    if files.is_empty() {
+        let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+        return Err(Error::NoInputs(names.join(", ")));
+    }
+    let acc = input::read_all(&files, rule.window_s as i64 * 1000)?;
+    Ok(compute(acc, lab, lab_path, cap, rule, files))
+}
+
+/// Computes everything from an accumulator (exposed for tests and benchmarks).
+pub fn compute(
+    acc: Acc,
+    lab: LabFile,
+    lab_path: Option<PathBuf>,
+    cap: Option<Level>,
+    rule: Rule,
+    files: Vec<PathBuf>,
+) -> Analysis {
+    let wms = acc.window_ms;
+    let (q2, runs) = rule::buckets_and_summaries(&acc, &lab);
+    let (streaks, longest) = rule::streaks(&q2, &rule, wms);
+    let phases = rule::phases(&q2, &rule, &longest);
+    let q2_name = format!("q2-buckets-{}s", rule.window_s);
+    let mut tables = vec![
+        q1_table(&runs),
+        q2_table(&q2, &q2_name, &rule),
+        timeline::q3(&acc),
+        timeline::q4(&acc),
+        q5_table(&streaks, &longest, &runs, &rule),
+        q6_table(&phases, &rule),
+        timeline::q7(&acc),
+    ];
+    let (forensics, mut statements) = timeline::forensics(&acc, &q2, &q2_name, cap);
+    tables.push(forensics);
+    tables.push(timeline::headroom(&acc, &lab));
+    tables.push(timeline::cutover(&acc));
+    tables.push(timeline::inflight(&acc, cap, &mut statements));
+    tables.push(timeline::restart_cadence(&acc));
+    let (gates, verdict) = verdict::decide(&acc, &lab, &rule, &q2, &q2_name, &streaks);
+    let mut head = summary_statements(&verdict, &phases, &acc);
+    head.append(&mut statements);
+    Analysis {
+        rule,
+        lab,
+        lab_path,
+        cap,
+        files,
+        acc,
+        q2,
+        runs,
+        streaks,
+        tables,
+        gates,
+        verdict,
+        statements: head,
+    }
+}
+
+fn summary_statements(v: &Verdict, phases: &[rule::PhaseRow], acc: &Acc) -> Vec<Statement> {
+    let mut out = Vec::new();
+    for p in phases {
+        out.push(Statement::new(
+            Level::Measured,
+            format!(
+                "{}: {} error(s) in {} requests over {} windows ({} run(s)); worst window {:.3} %, {} window(s) above the threshold, longest run of bad windows {}.",
+                p.phase,
+                p.err,
+                p.requests,
+                p.buckets,
+                p.runs.len(),
+                p.worst_err_pct,
+                p.buckets_above,
+                p.longest_streak
+            ),
+        ));
+    }
+    out.push(Statement::new(
+        Level::Measured,
+        format!(
+            "The rule ({}) was {} on {} judged run(s).",
+            v.rule_text,
+            if v.falsified { "met" } else { "not met" },
+            v.judged_runs.len()
+        ),
+    ));
+    let reasons: std::collections::BTreeMap<&str, usize> =
+        acc.system.iter().fold(Default::default(), |mut m, e| {
+            *m.entry(e.reason.as_str()).or_insert(0) += 1;
+            m
+        });
+    if !reasons.is_empty() {
+        let list: Vec<String> = reasons.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
+        out.push(Statement::new(
+            Level::Observed,
+            format!("System events: {}.", list.join(", ")),
+        ));
+    }
+    out
+}
+
+fn q1_table(runs: &[RunSummary]) -> Table {
+    let mut t = Table::new(
+        "q1-per-run-summary",
+        "Q1: per run summary",
+        &[
+            "run_id",
+            "scenario",
+            "phase",
+            "perturbation_ids",
+            "requests",
+            "ok",
+            "err",
+            "err_pct",
+            "p50_ms",
+            "p95_ms",
+            "p99_ms",
+            "max_ms",
+            "latency_basis",
+            "first_bucket",
+            "last_bucket",
+            "buckets",
+        ],
+    );
+    for r in runs {
+        t.push(vec![
+            json!(r.run_id),
+            json!(r.scenario),
+            json!(r.phase),
+            json!(r.perturbation_ids.join(",")),
+            json!(r.requests),
+            json!(r.ok),
+            json!(r.err),
+            pct(r.err_pct),
+            num(r.p50_ms),
+            num(r.p95_ms),
+            num(r.p99_ms),
+            num(r.max_ms),
+            json!(r.latency_basis),
+            r.first_ms.map_or(Value::Null, |m| json!(iso_s(m))),
+            r.last_ms.map_or(Value::Null, |m| json!(iso_s(m))),
+            json!(r.buckets),
+        ]);
+    }
+    t
+}
+
+fn q2_table(rows: &[BucketRow], name: &str, rule: &Rule) -> Table {
+    let mut t = Table::new(
+        name,
+        &format!(
+            "Q2: {} s windows per run, empty windows as zero rows",
+            rule.window_s
+        ),
+        &[
+            "run_id",
+            "scenario",
+            "phase",
+            "bucket_start_iso",
+            "bucket_start_epoch_s",
+            "count",
+            "ok",
+            "err",
+            "err_pct",
+            "above_threshold",
+            "p50_ms",
+            "p95_ms",
+            "p99_ms",
+            "max_ms",
+            "source",
+            "source_lines",
+            "served_by",
+            "errors",
+        ],
+    );
+    for r in rows {
+        t.push(vec![
+            json!(r.run_id),
+            json!(r.scenario),
+            json!(r.phase),
+            json!(iso_s(r.start_ms)),
+            json!(r.start_ms.div_euclid(1000)),
+            json!(r.count),
+            json!(r.ok),
+            json!(r.err),
+            num(Some(r.err_pct)),
+            json!(r.is_bad(rule)),
+            num(r.p50_ms),
+            num(r.p95_ms),
+            num(r.p99_ms),
+            num(r.max_ms),
+            json!(r.source),
+            json!(r.lines),
+            json!(r.served_by),
+            json!(r.errors),
+        ]);
+    }
+    t
+}
+
+fn q5_table(
+    streaks: &[Streak],
+    longest: &std::collections::BTreeMap<String, u32>,
+    runs: &[RunSummary],
+    rule: &Rule,
+) -> Table {
+    let mut t = Table::new(
+        "q5-falsification",
+        &format!(
+            "Q5: windows of >= {} consecutive {} s buckets above {} %",
+            rule.consecutive, rule.window_s, rule.threshold_pct
+        ),
+        &[
+            "run_id",
+            "phase",
+            "judged",
+            "first_bucket",
+            "last_bucket",
+            "buckets",
+            "requests",
+            "err",
+            "worst_err_pct",
+            "longest_streak_in_run",
+        ],
+    );
+    for s in streaks {
+        t.push(vec![
+            json!(s.run_id),
+            json!(s.phase),
+            json!(s.judged),
+            json!(iso_s(s.first_ms)),
+            json!(iso_s(s.last_ms)),
+            json!(s.windows),
+            json!(s.requests),
+            json!(s.err),
+            num(Some(s.worst_err_pct)),
+            json!(longest.get(&s.run_id).copied().unwrap_or(0)),
+        ]);
+    }
+    let _ = runs;
+    t
+}
+
+fn q6_table(phases: &[rule::PhaseRow], rule: &Rule) -> Table {
+    let mut t = Table::new(
+        "q6-phase-comparison",
+        &format!("Q6: per phase (threshold {} %)", rule.threshold_pct),
+        &[
+            "phase",
+            "judged",
+            "runs",
+            "buckets",
+            "requests",
+            "err",
+            "worst_bucket_err_pct",
+            "buckets_above_threshold",
+            "longest_streak",
+            "err_pct",
+        ],
+    );
+    for p in phases {
+        t.push(vec![
+            json!(p.phase),
+            json!(p.judged),
+            json!(p.runs.join(",")),
+            json!(p.buckets),
+            json!(p.requests),
+            json!(p.err),
+            num(Some(p.worst_err_pct)),
+            json!(p.buckets_above),
+            json!(p.longest_streak),
+            pct(p.err_pct),
+        ]);
+    }
+    t
+}
+
+/// `inputs.json`: what was read, how, and what could not be.
+pub fn inputs_summary(a: &Analysis) -> Value {
+    let s = a.stats();
+    json!({
+        "files": s.files.iter().map(|(f, shape)| json!({"file": f, "shape": shape})).collect::<Vec<_>>(),
+        "lines": s.lines,
+        "blank": s.blank,
+        "by_kind": s.by_kind,
+        "bucket_rows": s.bucket_rows,
+        "foreign": s.foreign,
+        "foreign_quoted": s.foreign_quoted.iter().map(|(l, t)| json!({"at": l.to_string(), "text": t})).collect::<Vec<_>>(),
+        "unknown_kind": s.unknown_kind,
+        "unparseable": s.unparseable,
+        "unparseable_quoted": s.quoted.iter().map(|(l, t)| json!({"at": l.to_string(), "text": t})).collect::<Vec<_>>(),
+        "failed_requests_not_kept": s.failed_overflow,
+        "warnings": s.warnings,
+        "lab": a.lab_path.as_ref().map(|p| p.display().to_string()),
+        "generated_from_window_ms": a.acc.window_ms,
+        "first_event": a.q2.iter().map(|r| r.start_ms).min().map(iso_ms),
+    })
+}

@@ -1,0 +1,95 @@
+//! report.md: the verdict first, then gates, evidence statements, charts, tables and what the
+//! readers could not parse. Deterministic (no generation timestamp) so it can be snapshot-tested.
+
+use crate::verdict::Status;
+use crate::{Analysis, inputs_summary};
+
+/// Rows of each table shown in the report (all rows are in `tables/`).
+pub const MAX_REPORT_ROWS: usize = 40;
+
+/// Renders the report; `charts` are file names under `charts/`.
+pub fn render(a: &Analysis, charts: &[String]) -> String {
+    let v = &a.verdict;
+    let mut md = String::new();
+    md.push_str(&format!(
+        "# Verdict: {}\n\n",
+        v.verdict.as_str().to_uppercase()
+    ));
+    md.push_str(&format!(
+        "- **falsified:** {}\n- **hypothesis:** {}\n- **rule:** {}\n- **judged:** {} run(s), {} windows, {} requests, {} errors\n- **worst judged window:** {:.3} % {}\n- **evidence cap:** {}\n",
+        v.falsified,
+        v.hypothesis.as_deref().unwrap_or("(no lab file: the original lab's rule)"),
+        v.rule_text,
+        v.judged_runs.len(),
+        v.judged_buckets,
+        v.judged_requests,
+        v.judged_errors,
+        v.worst_bucket_err_pct,
+        v.worst_bucket.as_deref().unwrap_or(""),
+        a.cap.map_or("none".to_owned(), |c| c.tag().to_owned()),
+    ));
+    for r in &v.reasons {
+        md.push_str(&format!("- **why:** {r}\n"));
+    }
+    md.push_str(
+        "\n## Gates\n\n| gate | kind | required | status | detail |\n|---|---|---|---|---|\n",
+    );
+    for g in &a.gates {
+        let st = match g.status {
+            Status::Pass => "pass",
+            Status::Fail => "**FAIL**",
+            Status::NotEvaluated => "not evaluated",
+        };
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            g.name,
+            g.kind,
+            g.required,
+            st,
+            g.detail.replace('|', "\\|")
+        ));
+    }
+    md.push_str("\n## Findings\n\n");
+    for s in &a.statements {
+        md.push_str(&format!("- {}\n", s.render()));
+    }
+    if !charts.is_empty() {
+        md.push_str("\n## Charts\n\n");
+        for c in charts {
+            md.push_str(&format!("![{c}](charts/{c})\n\n"));
+        }
+    }
+    md.push_str("\n## Tables\n");
+    for t in &a.tables {
+        md.push_str(&format!(
+            "\n### {}\n\n`tables/{}.json`, `tables/{}.tsv`\n\n",
+            t.title, t.name, t.name
+        ));
+        md.push_str(&t.to_markdown(MAX_REPORT_ROWS));
+    }
+    let s = a.stats();
+    md.push_str("\n## Inputs\n\n");
+    for (f, shape) in &s.files {
+        md.push_str(&format!("- `{f}` ({shape})\n"));
+    }
+    let summary = inputs_summary(a);
+    md.push_str(&format!(
+        "\n{} lines read; by kind: {}; bucket rows: {}; other programs' lines: {}; unknown kinds: {}; **unparseable: {}**.\n",
+        s.lines,
+        summary["by_kind"],
+        s.bucket_rows,
+        s.foreign,
+        summary["unknown_kind"],
+        s.unparseable
+    ));
+    for (loc, text) in &s.quoted {
+        md.push_str(&format!("\n- `{loc}`: `{}`", text.replace('`', "'")));
+    }
+    if !s.quoted.is_empty() {
+        md.push('\n');
+    }
+    for w in &s.warnings {
+        md.push_str(&format!("\n- warning: {w}\n"));
+    }
+    md
+}

@@ -1,0 +1,768 @@
+//! Tables built from the event streams: Q3 revision timeline, Q4 replica inventory, Q7 system
+//! events, error forensics, and the extra analyses the write-ups did by hand (preflight headroom,
+//! cutover, in-flight cut-offs, restart cadence).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use labkit::event::{RevisionStateSample, SubjectEvent};
+use serde_json::{Value, json};
+
+use crate::evidence::{Level, Statement};
+use crate::lab::LabFile;
+use crate::model::{Acc, FailedReq, SystemEvent};
+use crate::rule::BucketRow;
+use crate::table::{Table, num};
+use crate::ts::{iso_ms, iso_s};
+use crate::verdict::DEFAULT_HEADROOM_FACTOR;
+
+/// Seconds around an errored window searched for events (the write-up's ±30 s).
+pub const FORENSICS_MARGIN_MS: i64 = 30_000;
+/// Forensics rows kept (windows with errors beyond it are counted in the report).
+pub const MAX_FORENSICS_ROWS: usize = 500;
+
+fn opt(s: &Option<String>) -> Value {
+    s.as_ref().map_or(Value::Null, |v| json!(v))
+}
+
+/// A transition: the new revision's first sample → first sample where it is the only revision
+/// active with traffic.
+#[derive(Clone, Debug)]
+pub struct Transition {
+    pub perturbation_id: String,
+    pub app: String,
+    pub old: Vec<String>,
+    pub new: String,
+    pub first_seen_ms: i64,
+    pub alone_ms: Option<i64>,
+}
+
+fn snapshot_key(s: &RevisionStateSample) -> i64 {
+    s.tick.map_or(s.ts.epoch_ms(), |t| t as i64)
+}
+
+/// Transitions per (perturbation_id, app) from the revision samples.
+pub fn transitions(acc: &Acc) -> Vec<Transition> {
+    let mut groups: BTreeMap<(String, String), Vec<&RevisionStateSample>> = BTreeMap::new();
+    for s in &acc.rev_samples {
+        let p = s.perturbation_id.clone().unwrap_or_else(|| "none".into());
+        groups.entry((p, s.app.clone())).or_default().push(s);
+    }
+    let mut out = Vec::new();
+    for ((p, app), samples) in groups {
+        // Snapshots in time order.
+        let mut snaps: Vec<(i64, i64, Vec<&RevisionStateSample>)> = Vec::new();
+        for s in samples {
+            let k = snapshot_key(s);
+            match snaps.iter_mut().find(|x| x.0 == k) {
+                Some(x) => x.2.push(s),
+                None => snaps.push((k, s.ts.epoch_ms(), vec![s])),
+            }
+        }
+        snaps.sort_by_key(|x| x.1);
+        let Some(first) = snaps.first() else { continue };
+        let initial: BTreeSet<String> = first.2.iter().map(|s| s.revision.clone()).collect();
+        let mut new: Option<(String, i64)> = None;
+        for (_, ts, ss) in &snaps {
+            if let Some(s) = ss.iter().find(|s| !initial.contains(&s.revision)) {
+                new = Some((s.revision.clone(), *ts));
+                break;
+            }
+        }
+        let Some((new_rev, first_seen)) = new else {
+            continue;
+        };
+        let alone = snaps.iter().find_map(|(_, ts, ss)| {
+            let mine = ss
+                .iter()
+                .any(|s| s.revision == new_rev && s.active && s.traffic_weight > 0);
+            let others = ss
+                .iter()
+                .any(|s| s.revision != new_rev && s.active && s.traffic_weight > 0);
+            (*ts >= first_seen && mine && !others).then_some(*ts)
+        });
+        out.push(Transition {
+            perturbation_id: p,
+            app,
+            old: initial.into_iter().collect(),
+            new: new_rev,
+            first_seen_ms: first_seen,
+            alone_ms: alone,
+        });
+    }
+    out
+}
+
+/// Q3: the revision timeline per perturbation, with transition rows.
+pub fn q3(acc: &Acc) -> Table {
+    let mut t = Table::new(
+        "q3-revision-timeline",
+        "Q3: revision samples and window markers per perturbation, with transitions",
+        &[
+            "perturbation_id",
+            "ts",
+            "row_type",
+            "app",
+            "revision",
+            "active",
+            "replicas",
+            "traffic_weight",
+            "provisioning_state",
+            "running_state",
+            "detail",
+        ],
+    );
+    let mut rows: Vec<(String, i64, u8, Vec<Value>)> = Vec::new();
+    for s in &acc.rev_samples {
+        let p = s.perturbation_id.clone().unwrap_or_else(|| "none".into());
+        rows.push((
+            p.clone(),
+            s.ts.epoch_ms(),
+            1,
+            vec![
+                json!(p),
+                json!(s.ts.to_rfc3339_ms()),
+                json!("sample"),
+                json!(s.app),
+                json!(s.revision),
+                json!(s.active),
+                json!(s.replicas),
+                json!(s.traffic_weight),
+                json!(s.provisioning_state),
+                opt(&s.running_state),
+                opt(&s.health_state),
+            ],
+        ));
+    }
+    for m in &acc.markers {
+        let p = m.perturbation_id.clone().unwrap_or_else(|| "none".into());
+        rows.push((
+            p.clone(),
+            m.ts.epoch_ms(),
+            0,
+            vec![
+                json!(p),
+                json!(m.ts.to_rfc3339_ms()),
+                json!(format!("marker:{:?}", m.phase).to_lowercase()),
+                json!(m.apps.join(",")),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                opt(&m.sampler),
+            ],
+        ));
+    }
+    for tr in transitions(acc) {
+        let secs = tr.alone_ms.map(|a| (a - tr.first_seen_ms) as f64 / 1000.0);
+        rows.push((
+            tr.perturbation_id.clone(),
+            tr.first_seen_ms,
+            2,
+            vec![
+                json!(tr.perturbation_id),
+                json!(iso_ms(tr.first_seen_ms)),
+                json!("transition"),
+                json!(tr.app),
+                json!(tr.new),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                json!(match secs {
+                    Some(s) => format!(
+                        "from {} to {}: new revision first seen {}, alone with traffic {} ({s:.1} s)",
+                        tr.old.join(","),
+                        tr.new,
+                        iso_ms(tr.first_seen_ms),
+                        tr.alone_ms.map(iso_ms).unwrap_or_default()
+                    ),
+                    None => format!(
+                        "from {} to {}: new revision first seen {}, never alone with traffic in the samples",
+                        tr.old.join(","),
+                        tr.new,
+                        iso_ms(tr.first_seen_ms)
+                    ),
+                }),
+            ],
+        ));
+    }
+    rows.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
+    for r in rows {
+        t.push(r.3);
+    }
+    t
+}
+
+/// Q4: replica inventory per app.
+pub fn q4(acc: &Acc) -> Table {
+    let mut t = Table::new(
+        "q4-replica-inventory",
+        "Q4: replica inventory per app",
+        &[
+            "app",
+            "samples",
+            "running_pct",
+            "unique_replicas",
+            "unique_revisions",
+            "max_restart_count",
+            "first",
+            "last",
+        ],
+    );
+    let mut apps: BTreeMap<&str, Vec<&labkit::event::ReplicaInventorySample>> = BTreeMap::new();
+    for s in &acc.replica_samples {
+        apps.entry(s.app.as_str()).or_default().push(s);
+    }
+    for (app, ss) in apps {
+        let running = ss
+            .iter()
+            .filter(|s| s.running_state.eq_ignore_ascii_case("running"))
+            .count();
+        let replicas: BTreeSet<&str> = ss.iter().map(|s| s.replica.as_str()).collect();
+        let revisions: BTreeSet<&str> = ss.iter().map(|s| s.revision.as_str()).collect();
+        let restarts = ss
+            .iter()
+            .flat_map(|s| s.containers.iter().map(|c| c.restart_count))
+            .max()
+            .unwrap_or(0);
+        t.push(vec![
+            json!(app),
+            json!(ss.len()),
+            num(Some(running as f64 * 100.0 / ss.len().max(1) as f64)),
+            json!(replicas.len()),
+            json!(revisions.len()),
+            json!(restarts),
+            json!(ss.first().map(|s| s.ts.to_rfc3339_ms())),
+            json!(ss.last().map(|s| s.ts.to_rfc3339_ms())),
+        ]);
+    }
+    t
+}
+
+/// The probe type of a `ProbeFailed` message (`Probe of Liveness failed ...` → `liveness`).
+pub fn probe_type(msg: &str) -> String {
+    msg.split_whitespace()
+        .skip_while(|w| !w.eq_ignore_ascii_case("of"))
+        .nth(1)
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The reason of a `ContainerTerminated` message (`... with reason 'ProbeFailure'` →
+/// `ProbeFailure`, `... with exit code '137'` → `exit 137`).
+pub fn termination_reason(msg: &str) -> String {
+    let quoted = |after: &str| {
+        let i = msg.find(after)? + after.len();
+        let rest = msg[i..].trim_start().strip_prefix('\'')?;
+        Some(rest[..rest.find('\'')?].to_owned())
+    };
+    if let Some(r) = quoted("reason") {
+        r
+    } else if let Some(c) = quoted("exit code") {
+        format!("exit {c}")
+    } else {
+        "unknown".into()
+    }
+}
+
+fn is_restart_event(e: &SystemEvent) -> bool {
+    e.reason == "ContainerTerminated"
+}
+
+/// Q7: the system events timeline and per-app counts (two tables).
+pub fn q7(acc: &Acc) -> Table {
+    let mut t = Table::new(
+        "q7-system-events",
+        "Q7: system events timeline, then per-app counts (row_type=count)",
+        &[
+            "row_type", "ts", "app", "revision", "replica", "reason", "type", "detail", "count",
+        ],
+    );
+    for e in &acc.system {
+        t.push(vec![
+            json!("event"),
+            json!(iso_ms(e.ts_ms)),
+            json!(e.app),
+            json!(e.revision),
+            json!(e.replica),
+            json!(e.reason),
+            json!(e.kind),
+            json!(e.msg),
+            Value::Null,
+        ]);
+    }
+    let mut counts: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+    let mut started: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for e in &acc.system {
+        match e.reason.as_str() {
+            "ProbeFailed" => {
+                *counts
+                    .entry((e.app.clone(), "ProbeFailed".into(), probe_type(&e.msg)))
+                    .or_insert(0) += 1
+            }
+            "ContainerTerminated" => {
+                *counts
+                    .entry((
+                        e.app.clone(),
+                        "ContainerTerminated".into(),
+                        termination_reason(&e.msg),
+                    ))
+                    .or_insert(0) += 1
+            }
+            "ContainerStarted" => {
+                *started
+                    .entry((e.app.clone(), e.replica.clone()))
+                    .or_insert(0) += 1
+            }
+            other => {
+                *counts
+                    .entry((e.app.clone(), other.to_owned(), String::new()))
+                    .or_insert(0) += 1
+            }
+        }
+    }
+    let mut restarts: BTreeMap<String, u64> = BTreeMap::new();
+    for ((app, _), n) in started {
+        *restarts.entry(app).or_insert(0) += n.saturating_sub(1);
+    }
+    for ((app, reason, detail), n) in counts {
+        t.push(vec![
+            json!("count"),
+            Value::Null,
+            json!(app),
+            Value::Null,
+            Value::Null,
+            json!(reason),
+            Value::Null,
+            json!(detail),
+            json!(n),
+        ]);
+    }
+    for (app, n) in restarts {
+        t.push(vec![
+            json!("count"),
+            Value::Null,
+            json!(app),
+            Value::Null,
+            Value::Null,
+            json!("restarts"),
+            Value::Null,
+            json!("ContainerStarted on a replica after its first"),
+            json!(n),
+        ]);
+    }
+    t
+}
+
+/// Revisions with traffic at the last revision sample at or before `ms`, per app.
+fn traffic_at(acc: &Acc, ms: i64) -> Vec<String> {
+    let Some(last) = acc.rev_samples.iter().rev().find(|s| s.ts.epoch_ms() <= ms) else {
+        return Vec::new();
+    };
+    let k = snapshot_key(last);
+    acc.rev_samples
+        .iter()
+        .filter(|s| snapshot_key(s) == k && s.active && s.traffic_weight > 0)
+        .map(|s| format!("{}/{}={}%", s.app, s.revision, s.traffic_weight))
+        .collect()
+}
+
+fn is_platform_cut(e: &SystemEvent) -> bool {
+    matches!(
+        e.reason.as_str(),
+        "ContainerTerminated" | "RevisionDeactivating" | "ProbeFailed" | "ReplicaUnhealthy"
+    )
+}
+
+/// Error forensics: for every window with errors, the failed requests, system events and
+/// sampler states within ±30 s, and an attribution capped by the lab.
+pub fn forensics(
+    acc: &Acc,
+    q2: &[BucketRow],
+    q2_name: &str,
+    cap: Option<Level>,
+) -> (Table, Vec<Statement>) {
+    let mut t = Table::new(
+        "forensics-error-buckets",
+        "Error forensics: every window with errors and what happened within ±30 s",
+        &[
+            "q2_row",
+            "run_id",
+            "scenario",
+            "bucket_start",
+            "count",
+            "err",
+            "err_pct",
+            "failed_requests",
+            "system_events",
+            "traffic",
+            "attribution",
+            "level",
+        ],
+    );
+    let mut statements = Vec::new();
+    let wms = acc.window_ms;
+    for (i, r) in q2.iter().enumerate().filter(|(_, r)| r.err > 0) {
+        if t.rows.len() >= MAX_FORENSICS_ROWS {
+            break;
+        }
+        let (a, b) = (r.start_ms, r.start_ms + wms);
+        let failed: Vec<&FailedReq> = acc
+            .failed
+            .iter()
+            .filter(|f| {
+                f.run_id == r.run_id
+                    && f.scenario == r.scenario
+                    && f.scheduled_ms >= a
+                    && f.scheduled_ms < b
+            })
+            .collect();
+        let events: Vec<&SystemEvent> = acc
+            .system
+            .iter()
+            .filter(|e| e.ts_ms >= a - FORENSICS_MARGIN_MS && e.ts_ms < b + FORENSICS_MARGIN_MS)
+            .collect();
+        let mut fsum: BTreeMap<String, u64> = BTreeMap::new();
+        for f in &failed {
+            let k = format!(
+                "{} {} {}/{}",
+                f.code.map_or("-".to_owned(), |c| c.to_string()),
+                f.err_class.as_deref().unwrap_or("error"),
+                f.revision.as_deref().unwrap_or("?"),
+                f.replica.as_deref().unwrap_or("?")
+            );
+            *fsum.entry(k).or_insert(0) += 1;
+        }
+        let fs: Vec<String> = fsum.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+        let evs: Vec<String> = events
+            .iter()
+            .take(20)
+            .map(|e| {
+                let msg: String = e.msg.chars().take(80).collect();
+                format!(
+                    "{} {} {} {}: {}",
+                    iso_s(e.ts_ms),
+                    e.reason,
+                    e.app,
+                    e.replica,
+                    msg
+                )
+            })
+            .collect();
+        let cuts: Vec<&&SystemEvent> = events.iter().filter(|e| is_platform_cut(e)).collect();
+        let failed_replicas: BTreeSet<&str> =
+            failed.iter().filter_map(|f| f.replica.as_deref()).collect();
+        let matched = cuts
+            .iter()
+            .find(|e| !e.replica.is_empty() && failed_replicas.contains(e.replica.as_str()));
+        let (attribution, level) = if let Some(e) = matched {
+            (
+                format!(
+                    "failed requests were served by replica {} which the platform reported {} at {}",
+                    e.replica,
+                    e.reason,
+                    iso_s(e.ts_ms)
+                ),
+                Level::Inferred.capped(cap),
+            )
+        } else if let Some(e) = cuts.first() {
+            (
+                format!(
+                    "coincides with {} of {} {} at {} (±30 s)",
+                    e.reason,
+                    e.app,
+                    e.replica,
+                    iso_s(e.ts_ms)
+                ),
+                Level::Correlated.capped(cap),
+            )
+        } else if !events.is_empty() {
+            (
+                "system events nearby, none that cuts traffic".into(),
+                Level::Observed,
+            )
+        } else {
+            ("no system event within ±30 s".into(), Level::Observed)
+        };
+        statements.push(Statement::new(
+            level,
+            format!(
+                "{} error(s) in {} {} ({}#{i}): {attribution}.",
+                r.err,
+                r.run_id,
+                iso_s(r.start_ms),
+                q2_name
+            ),
+        ));
+        t.push(vec![
+            json!(format!("{q2_name}#{i}")),
+            json!(r.run_id),
+            json!(r.scenario),
+            json!(iso_s(r.start_ms)),
+            json!(r.count),
+            json!(r.err),
+            num(Some(r.err_pct)),
+            json!(fs.join("; ")),
+            json!(evs.join(" | ")),
+            json!(traffic_at(acc, b).join(",")),
+            json!(attribution),
+            json!(level.tag()),
+        ]);
+    }
+    (t, statements)
+}
+
+/// Preflight headroom: the staircase steps and each step's p50 relative to step 1.
+pub fn headroom(acc: &Acc, lab: &LabFile) -> Table {
+    let factor = lab
+        .preconditions
+        .headroom_factor
+        .unwrap_or(DEFAULT_HEADROOM_FACTOR);
+    let mut t = Table::new(
+        "preflight-headroom",
+        &format!("Preflight headroom: staircase p50 ratio vs factor {factor}"),
+        &[
+            "run_id",
+            "step",
+            "target_rps",
+            "achieved_rps",
+            "count",
+            "err",
+            "dropped",
+            "p50_ms",
+            "p99_ms",
+            "p50_ratio_to_step1",
+            "within_factor",
+        ],
+    );
+    for s in &acc.steps {
+        let base = acc
+            .steps
+            .iter()
+            .find(|x| x.run_id == s.run_id && x.step == 1)
+            .and_then(|x| x.p50_ms);
+        let ratio = match (s.p50_ms, base) {
+            (Some(p), Some(b)) if b > 0.0 => Some(p / b),
+            _ => None,
+        };
+        t.push(vec![
+            opt(&s.run_id),
+            json!(s.step),
+            num(Some(s.target_rps)),
+            num(Some(s.achieved_rps)),
+            json!(s.count),
+            json!(s.err),
+            json!(s.dropped),
+            num(s.p50_ms),
+            num(s.p99_ms),
+            num(ratio),
+            ratio.map_or(Value::Null, |r| json!(r <= factor)),
+        ]);
+    }
+    t
+}
+
+/// Cutover per run: each revision's first and last response, share, and the overlap with the
+/// next revision (from `req` lines; from bucket `served_by` maps when there are none).
+pub fn cutover(acc: &Acc) -> Table {
+    let mut t = Table::new(
+        "cutover",
+        "Cutover: first/last response per revision, share, overlap with the next revision",
+        &[
+            "run_id",
+            "scenario",
+            "revision",
+            "first_response",
+            "last_response",
+            "responses",
+            "share_pct",
+            "overlap_with_next_s",
+            "basis",
+        ],
+    );
+    for run in &acc.runs {
+        let mut spans: Vec<(String, i64, i64, u64)> = run
+            .revisions
+            .iter()
+            .map(|(k, s)| (k.clone(), s.first_ms, s.last_ms, s.count))
+            .collect();
+        let mut basis = "req";
+        if spans.is_empty() {
+            basis = "bucket served_by (window starts)";
+            let mut m: BTreeMap<String, (i64, i64, u64)> = BTreeMap::new();
+            for (&start, w) in &run.buckets {
+                for (rev, &n) in &w.served_by {
+                    if n == 0 || rev == "unknown" {
+                        continue;
+                    }
+                    let e = m.entry(rev.clone()).or_insert((start, start, 0));
+                    e.0 = e.0.min(start);
+                    e.1 = e.1.max(start);
+                    e.2 += n;
+                }
+            }
+            spans = m.into_iter().map(|(k, (a, b, n))| (k, a, b, n)).collect();
+        }
+        if spans.is_empty() {
+            continue;
+        }
+        spans.sort_by_key(|s| s.1);
+        let total: u64 = spans.iter().map(|s| s.3).sum();
+        for (i, s) in spans.iter().enumerate() {
+            let overlap = spans.get(i + 1).map(|n| (s.2 - n.1) as f64 / 1000.0);
+            t.push(vec![
+                json!(run.run_id),
+                json!(run.scenario),
+                json!(s.0),
+                json!(iso_ms(s.1)),
+                json!(iso_ms(s.2)),
+                json!(s.3),
+                num(Some(s.3 as f64 * 100.0 / total.max(1) as f64)),
+                num(overlap),
+                json!(basis),
+            ]);
+        }
+    }
+    t
+}
+
+/// In-flight cut-offs: failed side-stream requests, the revision they started on, and how long
+/// after the nearest preceding SIGTERM / deactivation they failed.
+pub fn inflight(acc: &Acc, cap: Option<Level>, statements: &mut Vec<Statement>) -> Table {
+    let mut t = Table::new(
+        "inflight-cutoffs",
+        "In-flight cut-offs: failed side-stream requests vs SIGTERM / deactivation",
+        &[
+            "run_id",
+            "scenario",
+            "scheduled",
+            "failed_at",
+            "revision",
+            "replica",
+            "code",
+            "err_class",
+            "dur_ms",
+            "preceding_event",
+            "seconds_after_event",
+        ],
+    );
+    let mut n = 0u64;
+    for f in acc.failed.iter().filter(|f| f.scenario != "main") {
+        // Candidate events: SIGTERM_RECEIVED of the same replica/revision, RevisionDeactivating
+        // or ContainerTerminated of the same revision/replica, at or before the failure.
+        let mut best: Option<(i64, String)> = None;
+        for s in &acc.subject {
+            if s.event != SubjectEvent::SigtermReceived {
+                continue;
+            }
+            let same = f.replica.as_deref() == Some(s.replica.as_str())
+                || f.revision.as_deref() == Some(s.revision.as_str());
+            let ms = s.ts.epoch_ms();
+            if same && ms <= f.ts_ms && best.as_ref().is_none_or(|b| ms > b.0) {
+                best = Some((ms, format!("SIGTERM_RECEIVED {}", s.replica)));
+            }
+        }
+        for e in &acc.system {
+            let same = f.replica.as_deref() == Some(e.replica.as_str())
+                || f.revision.as_deref() == Some(e.revision.as_str());
+            let cut = matches!(
+                e.reason.as_str(),
+                "RevisionDeactivating" | "ContainerTerminated"
+            );
+            if same && cut && e.ts_ms <= f.ts_ms && best.as_ref().is_none_or(|b| e.ts_ms > b.0) {
+                best = Some((e.ts_ms, format!("{} {}", e.reason, e.replica)));
+            }
+        }
+        let after = best.as_ref().map(|b| (f.ts_ms - b.0) as f64 / 1000.0);
+        n += 1;
+        t.push(vec![
+            json!(f.run_id),
+            json!(f.scenario),
+            json!(iso_ms(f.scheduled_ms)),
+            json!(iso_ms(f.ts_ms)),
+            json!(f.revision),
+            json!(f.replica),
+            json!(f.code),
+            json!(f.err_class),
+            num(Some(f.dur_ms)),
+            json!(best.as_ref().map(|b| b.1.clone())),
+            num(after),
+        ]);
+    }
+    if n > 0 {
+        statements.push(Statement::new(
+            Level::Correlated.capped(cap),
+            format!("{n} side-stream request(s) failed in flight; see inflight-cutoffs for the preceding SIGTERM / deactivation of their revision."),
+        ));
+    }
+    t
+}
+
+/// Restart cadence per app: intervals between consecutive `ContainerTerminated` events.
+pub fn restart_cadence(acc: &Acc) -> Table {
+    let mut t = Table::new(
+        "restart-cadence",
+        "Restart cadence: seconds between consecutive ContainerTerminated events per app",
+        &[
+            "app",
+            "terminations",
+            "min_interval_s",
+            "median_interval_s",
+            "max_interval_s",
+            "first",
+            "last",
+        ],
+    );
+    let mut by_app: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for e in acc.system.iter().filter(|e| is_restart_event(e)) {
+        by_app.entry(e.app.as_str()).or_default().push(e.ts_ms);
+    }
+    for (app, ts) in by_app {
+        let mut iv: Vec<f64> = ts
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64 / 1000.0)
+            .collect();
+        iv.sort_by(f64::total_cmp);
+        t.push(vec![
+            json!(app),
+            json!(ts.len()),
+            num(iv.first().copied()),
+            num(iv.get(iv.len() / 2).copied()),
+            num(iv.last().copied()),
+            json!(ts.first().map(|m| iso_ms(*m))),
+            json!(ts.last().map(|m| iso_ms(*m))),
+        ]);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_probe_types_and_termination_reasons_from_platform_messages() {
+        assert_eq!(
+            probe_type("Probe of Liveness failed with timeout in 5 seconds."),
+            "liveness"
+        );
+        assert_eq!(
+            probe_type("Probe of Readiness failed with status code: 503"),
+            "readiness"
+        );
+        assert_eq!(
+            termination_reason("Container 'subject' was terminated with reason 'ProbeFailure'"),
+            "ProbeFailure"
+        );
+        assert_eq!(
+            termination_reason("Container 'subject' was terminated with exit code '137'"),
+            "exit 137"
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! `labctl analyze DIR|FILES...`: read the logs, compute the tables, gates and verdict, write the
+//! evidence pack, print the verdict; the exit code carries it (0 held, 3 falsified, 4 invalid).
+
+use std::path::PathBuf;
+
+use analysis::{Outcome, pack};
+use anyhow::{Context, bail};
+
+use super::RuleArgs;
+use crate::exit;
+
+/// Analyse logs into an evidence pack: tables/q1..q7 (+ forensics and extras) as .json and .tsv,
+/// gates.json, verdict.json, inputs.json, report.md, charts/*.svg, manifest.sha256.
+///
+/// Inputs are auto-detected and can be mixed: ContainerAppConsoleLogs_CL /
+/// ContainerAppSystemLogs_CL NDJSON rows, raw stdout of the probelab images, Log Analytics query
+/// API JSON, `az monitor log-analytics query` output (including already-aggregated bucket
+/// tables), and legacy k6 logfmt lines. A directory is read recursively (only its `logs/` folder
+/// when it has one). Unparseable lines are counted and quoted in the report, never fatal.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Evidence directory, or log files.
+    #[arg(required = true, value_name = "DIR|FILES")]
+    pub inputs: Vec<PathBuf>,
+    /// Where to write the pack [default: the directory given, or the first file's directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub rule: RuleArgs,
+}
+
+/// The output directory: `--out`, else the single directory given, else the first file's folder.
+pub fn out_dir(inputs: &[PathBuf], out: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(o) = out {
+        return Ok(o);
+    }
+    let Some(first) = inputs.first() else {
+        bail!("no input given");
+    };
+    if first.is_dir() {
+        return Ok(first.clone());
+    }
+    Ok(first
+        .parent()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                p.to_path_buf()
+            }
+        })
+        .unwrap_or_else(|| PathBuf::from(".")))
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let out = out_dir(&args.inputs, args.out)?;
+    let opts = args.rule.options(&out);
+    let a = analysis::analyze(&args.inputs, &opts).context("analysis failed")?;
+    pack::write(&a, &out, pack::Parts::All)
+        .with_context(|| format!("writing the evidence pack to {} (use --out)", out.display()))?;
+    print_summary(&a, &out);
+    Ok(match a.verdict.verdict {
+        Outcome::Held => exit::HELD,
+        Outcome::Falsified => exit::FALSIFIED,
+        Outcome::Invalid => exit::INVALID,
+    })
+}
+
+pub fn print_summary(a: &analysis::Analysis, out: &std::path::Path) {
+    let v = &a.verdict;
+    println!(
+        "verdict: {} (falsified: {})",
+        v.verdict.as_str(),
+        v.falsified
+    );
+    println!("rule: {}", v.rule_text);
+    println!(
+        "judged: {} run(s), {} windows, {} requests, {} errors; worst window {:.3} %",
+        v.judged_runs.len(),
+        v.judged_buckets,
+        v.judged_requests,
+        v.judged_errors,
+        v.worst_bucket_err_pct
+    );
+    for r in &v.reasons {
+        println!("why: {r}");
+    }
+    let s = a.stats();
+    println!(
+        "inputs: {} file(s), {} lines, {} unparseable",
+        a.files.len(),
+        s.lines,
+        s.unparseable
+    );
+    for (loc, text) in &s.quoted {
+        println!("  unparseable {loc}: {text}");
+    }
+    println!("report: {}", out.join("report.md").display());
+}

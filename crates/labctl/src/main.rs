@@ -1,0 +1,58 @@
+//! `labctl`: the probelab front door. This file only parses the command line, dispatches to one
+//! module per command (`cmd::*`) and maps the result to an exit code.
+
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit codes (also in `--help`).
+pub mod exit {
+    /// The analysis ran and the hypothesis held (or, for `report`, the report was written).
+    pub const HELD: u8 = 0;
+    /// An error stopped the command (unreadable input, bad lab file, unwritable output).
+    pub const ERROR: u8 = 1;
+    /// The analysis ran and the rule falsified the hypothesis.
+    pub const FALSIFIED: u8 = 3;
+    /// The analysis ran but a precondition failed (or nothing could be judged): `invalid`.
+    pub const INVALID: u8 = 4;
+}
+
+#[derive(Parser)]
+#[command(
+    name = "labctl",
+    version,
+    about = "Run pre-registered Container Apps experiments and turn their logs into a verdict.",
+    long_about = "labctl turns a lab's logs into an evidence pack with a mechanical verdict.\n\n\
+        Typical use:\n  labctl analyze evidence/startup-degraded-20260612T141745Z/\n  \
+        labctl analyze --out /tmp/pack exported-q2.json k6-stdout.log\n  \
+        labctl report evidence/startup-degraded-20260612T141745Z/",
+    after_help = "Exit codes: 0 analysis done and the hypothesis held (report: written); \
+        1 error; 2 usage error; 3 falsified; 4 invalid (a precondition failed or nothing to judge)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Analyze(cmd::analyze::Args),
+    Report(cmd::report::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Analyze(a) => cmd::analyze::run(a),
+        Command::Report(a) => cmd::report::run(a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("labctl: error: {e:#}");
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}
