@@ -181,6 +181,9 @@ pub struct Summary {
     /// Measured from the actual send time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_latency: Option<Percentiles>,
+    /// How late requests were sent after their scheduled time (open model; scheduler accuracy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness: Option<Percentiles>,
     #[serde(default)]
     pub status: BTreeMap<String, u64>,
     #[serde(default)]

@@ -1,0 +1,575 @@
+//! Configuration: the clap [`Args`] (flags and the original lab's env names) and the validated
+//! [`Config`] the run uses.
+
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use hyper::Uri;
+use labkit::config::parse_duration;
+use serde::Serialize;
+
+use crate::profile::Profile;
+
+/// The longest run we accept: the run always ends by itself.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// The longest per-request timeout we accept (histograms are bounded by it).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+pub const DEFAULT_RATE: f64 = 200.0;
+pub const DEFAULT_BUCKET: &str = "10s";
+pub const DEFAULT_TIMEOUT: &str = "10s";
+pub const DEFAULT_GRACE: &str = "5s";
+/// The original lab's `maxVUs` floor: `--max-in-flight` defaults to max(200, 2 × peak rate).
+pub const DEFAULT_MIN_IN_FLIGHT: usize = 200;
+
+/// How connections are used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConnMode {
+    /// A new connection per request with `Connection: close` (the original lab's
+    /// `noConnectionReuse`).
+    Close,
+    /// Pooled persistent connections.
+    KeepAlive,
+}
+
+/// Which requests get a `req` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogRequests {
+    All,
+    Errors,
+    None,
+}
+
+/// A constant-arrival-rate HTTP load generator printing one JSON object per line.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "loadgen", version, about, long_about = None)]
+pub struct Args {
+    /// Target URL (http://host:port/path?query).
+    #[arg(long, env = "SUBJECT_URL")]
+    pub url: String,
+    /// Requests per second (open model).
+    #[arg(long, env = "TARGET_RPS", default_value_t = DEFAULT_RATE)]
+    pub rate: f64,
+    /// Run length (a bare number means seconds); at most 24 h.
+    #[arg(long, env = "DURATION_SECONDS", value_parser = parse_duration)]
+    pub duration: Duration,
+    #[arg(long, env = "RUN_ID")]
+    pub run_id: Option<String>,
+    #[arg(long, env = "PERTURBATION_ID")]
+    pub perturbation_id: Option<String>,
+    /// Bucket window, aligned to wall-clock multiples.
+    #[arg(long, env = "BUCKET_SECONDS", default_value = DEFAULT_BUCKET, value_parser = parse_duration)]
+    pub bucket: Duration,
+    /// Per-request timeout (connect + response + body).
+    #[arg(long, env = "REQUEST_TIMEOUT", default_value = DEFAULT_TIMEOUT, value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Concurrency cap; a request that cannot start is counted as dropped [max(200, 2 × rate)].
+    #[arg(long, env = "MAX_IN_FLIGHT")]
+    pub max_in_flight: Option<usize>,
+    /// Ramping stages `LEN:RATE,...` (linear from the previous rate, the first from --start-rate).
+    #[arg(long, env = "STAGES")]
+    pub stages: Option<String>,
+    #[arg(long, env = "START_RATE", default_value_t = 0.0)]
+    pub start_rate: f64,
+    #[arg(long, env = "CONNECTION", value_enum, default_value = "keep-alive")]
+    pub connection: ConnMode,
+    /// Closed model: this many workers, each with one persistent connection.
+    #[arg(long, env = "WORKERS")]
+    pub workers: Option<usize>,
+    /// Closed model: pause between a worker's requests.
+    #[arg(long, env = "THINK", default_value = "0s", value_parser = parse_duration)]
+    pub think: Duration,
+    /// Side stream `rate=1,path=/slow?seconds=20,timeout=60s,name=slow` (repeatable; in the env
+    /// variable separate streams with `;`).
+    #[arg(long = "also", env = "ALSO", value_delimiter = ';')]
+    pub also: Vec<String>,
+    #[arg(long, env = "REVISION_HEADER", default_value = "x-revision")]
+    pub revision_header: String,
+    #[arg(long, env = "REPLICA_HEADER", default_value = "x-replica")]
+    pub replica_header: String,
+    #[arg(long, env = "LOG_REQUESTS", value_enum, default_value = "errors")]
+    pub log_requests: LogRequests,
+    /// Statuses that count as ok, e.g. `200-399` or `200,204,301-302`.
+    #[arg(long, env = "OK_STATUS", default_value = "200-399")]
+    pub ok_status: String,
+    /// Staircase preflight: rates to hold for --step each, with --pause between them.
+    #[arg(long, env = "STAIRCASE", value_delimiter = ',')]
+    pub staircase: Vec<f64>,
+    #[arg(long, env = "STEP", default_value = "60s", value_parser = parse_duration)]
+    pub step: Duration,
+    #[arg(long, env = "PAUSE", default_value = "90s", value_parser = parse_duration)]
+    pub pause: Duration,
+    /// On SIGTERM/SIGINT, how long to wait for in-flight requests.
+    #[arg(long, env = "GRACE", default_value = DEFAULT_GRACE, value_parser = parse_duration)]
+    pub grace: Duration,
+    /// Runtime threads: 1 is a current-thread runtime (cheapest per request).
+    #[arg(long, env = "THREADS", default_value_t = 1)]
+    pub threads: usize,
+}
+
+/// A configuration that cannot run.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    #[error("--url {0:?}: {1}")]
+    Url(String, String),
+    #[error("--duration must be between 1 ms and 24 h, got {0:?}")]
+    Duration(Duration),
+    #[error("--timeout must be between 1 ms and 1 h, got {0:?}")]
+    Timeout(Duration),
+    #[error("--bucket must be a whole number of seconds ≥ 1, got {0:?}")]
+    Bucket(Duration),
+    #[error("rate {0} is not a finite number ≥ 0 (and ≤ 1,000,000)")]
+    Rate(f64),
+    #[error("--stages {0:?}: expected LEN:RATE[,LEN:RATE...], e.g. 30s:100,60s:200")]
+    Stages(String),
+    #[error("--also {0:?}: {1}")]
+    Also(String, String),
+    #[error("--ok-status {0:?}: expected codes or ranges, e.g. 200-399 or 200,204")]
+    OkStatus(String),
+    #[error("{0:?} is not a valid header name")]
+    Header(String),
+    #[error("{0}")]
+    Conflict(&'static str),
+}
+
+/// Open or closed workload model of one scenario.
+#[derive(Clone, Debug)]
+pub enum Model {
+    Open(Profile),
+    Closed { workers: usize, think: Duration },
+}
+
+/// One stream of requests with its own counters and connections.
+#[derive(Clone, Debug)]
+pub struct ScenarioConfig {
+    pub name: String,
+    pub uri: Uri,
+    pub model: Model,
+    pub timeout: Duration,
+    pub connection: ConnMode,
+    pub max_in_flight: usize,
+    pub log_requests: LogRequests,
+}
+
+/// Which statuses count as ok.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusSet(pub Vec<(u16, u16)>);
+
+impl StatusSet {
+    pub fn contains(&self, code: u16) -> bool {
+        self.0.iter().any(|(a, b)| (*a..=*b).contains(&code))
+    }
+}
+
+/// The validated configuration of a run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub run_id: Option<String>,
+    pub perturbation_id: Option<String>,
+    pub duration: Duration,
+    pub bucket: Duration,
+    pub grace: Duration,
+    pub threads: usize,
+    pub ok_status: StatusSet,
+    pub revision_header: hyper::header::HeaderName,
+    pub replica_header: hyper::header::HeaderName,
+    /// `scenarios[0]` is `main`.
+    pub scenarios: Vec<ScenarioConfig>,
+    /// The flags as given, for the `meta` line.
+    pub echo: serde_json::Value,
+}
+
+impl Config {
+    /// Parses flags (and env) the way the binary does; for tests.
+    pub fn from_args<I, T>(args: I) -> anyhow::Result<Config>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        Ok(Args::try_parse_from(args)?.into_config()?)
+    }
+}
+
+fn check_rate(r: f64) -> Result<f64, ConfigError> {
+    (r.is_finite() && (0.0..=1_000_000.0).contains(&r))
+        .then_some(r)
+        .ok_or(ConfigError::Rate(r))
+}
+
+fn parse_uri(s: &str) -> Result<Uri, ConfigError> {
+    let uri: Uri = s
+        .parse()
+        .map_err(|e: hyper::http::uri::InvalidUri| ConfigError::Url(s.into(), e.to_string()))?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some("https") => {
+            return Err(ConfigError::Url(
+                s.into(),
+                "https is not supported yet; use http:// (e.g. the app's internal or local ingress)"
+                    .into(),
+            ));
+        }
+        _ => {
+            return Err(ConfigError::Url(
+                s.into(),
+                "expected http://host[:port]/path".into(),
+            ));
+        }
+    }
+    if uri.host().is_none() {
+        return Err(ConfigError::Url(s.into(), "no host".into()));
+    }
+    if uri.path_and_query().is_none() {
+        let mut parts = uri.into_parts();
+        parts.path_and_query = Some(hyper::http::uri::PathAndQuery::from_static("/"));
+        return Uri::from_parts(parts).map_err(|e| ConfigError::Url(s.into(), e.to_string()));
+    }
+    Ok(uri)
+}
+
+/// Parses `--stages 30s:100,60s:200`.
+pub fn parse_stages(s: &str) -> Result<Vec<(Duration, f64)>, ConfigError> {
+    let err = || ConfigError::Stages(s.to_owned());
+    let v = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let (d, r) = p.split_once(':').ok_or_else(err)?;
+            let d = parse_duration(d).map_err(|_| err())?;
+            let r: f64 = r.trim().parse().map_err(|_| err())?;
+            Ok((d, check_rate(r).map_err(|_| err())?))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if v.is_empty() {
+        return Err(err());
+    }
+    Ok(v)
+}
+
+/// Parses `--ok-status 200-399,404`.
+pub fn parse_status_set(s: &str) -> Result<StatusSet, ConfigError> {
+    let err = || ConfigError::OkStatus(s.to_owned());
+    let v = s
+        .split(',')
+        .map(|p| {
+            let p = p.trim();
+            let (a, b) = p.split_once('-').unwrap_or((p, p));
+            let a: u16 = a.trim().parse().map_err(|_| err())?;
+            let b: u16 = b.trim().parse().map_err(|_| err())?;
+            ((100..=999).contains(&a) && (a..=999).contains(&b))
+                .then_some((a, b))
+                .ok_or_else(err)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(StatusSet(v))
+}
+
+/// A side stream as written on the command line, before the main URL is known.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SideSpec {
+    pub name: String,
+    pub rate: f64,
+    pub path: String,
+    pub timeout: Option<Duration>,
+    pub connection: Option<ConnMode>,
+    pub max_in_flight: Option<usize>,
+    pub log_requests: LogRequests,
+}
+
+/// Parses `rate=1,path=/slow?seconds=20,timeout=60s,name=slow` (also `connection=close|keep-alive`,
+/// `max_in_flight=N`, `log=all|errors|none`; side streams log every request by default).
+pub fn parse_side(s: &str) -> Result<SideSpec, ConfigError> {
+    let err = |m: &str| ConfigError::Also(s.to_owned(), m.to_owned());
+    let mut spec = SideSpec {
+        name: String::new(),
+        rate: 1.0,
+        path: "/".into(),
+        timeout: None,
+        connection: None,
+        max_in_flight: None,
+        log_requests: LogRequests::All,
+    };
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| err("expected KEY=VALUE pairs"))?;
+        let v = v.trim();
+        match k.trim() {
+            "name" => spec.name = v.to_owned(),
+            "rate" => {
+                spec.rate = v
+                    .parse()
+                    .ok()
+                    .and_then(|r| check_rate(r).ok())
+                    .ok_or_else(|| err("rate is not a number ≥ 0"))?
+            }
+            "path" => {
+                if !v.starts_with('/') {
+                    return Err(err("path must start with /"));
+                }
+                spec.path = v.to_owned()
+            }
+            "timeout" => spec.timeout = Some(parse_duration(v).map_err(|e| err(&e.to_string()))?),
+            "connection" => {
+                spec.connection = Some(
+                    ConnMode::from_str(v, true)
+                        .map_err(|_| err("connection is close|keep-alive"))?,
+                )
+            }
+            "max_in_flight" | "max-in-flight" => {
+                spec.max_in_flight = Some(v.parse().map_err(|_| err("max_in_flight is a count"))?)
+            }
+            "log" => {
+                spec.log_requests =
+                    LogRequests::from_str(v, true).map_err(|_| err("log is all|errors|none"))?
+            }
+            other => return Err(err(&format!("unknown key {other:?}"))),
+        }
+    }
+    if spec.name.is_empty() {
+        spec.name = spec
+            .path
+            .trim_start_matches('/')
+            .split(['?', '/'])
+            .next()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("side")
+            .to_owned();
+    }
+    Ok(spec)
+}
+
+fn default_in_flight(rate: f64) -> usize {
+    DEFAULT_MIN_IN_FLIGHT.max((2.0 * rate).ceil() as usize)
+}
+
+impl Args {
+    /// Validates the arguments into a runnable [`Config`].
+    pub fn into_config(self) -> Result<Config, ConfigError> {
+        if self.duration.is_zero() || self.duration > MAX_DURATION {
+            return Err(ConfigError::Duration(self.duration));
+        }
+        if self.timeout.is_zero() || self.timeout > MAX_TIMEOUT {
+            return Err(ConfigError::Timeout(self.timeout));
+        }
+        if self.bucket.subsec_nanos() != 0 || self.bucket.is_zero() {
+            return Err(ConfigError::Bucket(self.bucket));
+        }
+        check_rate(self.rate)?;
+        check_rate(self.start_rate)?;
+        let uri = parse_uri(&self.url)?;
+        let secs = self.duration.as_secs_f64();
+        let open = |p: Profile| Model::Open(p);
+        let model = match (&self.workers, &self.stages, self.staircase.is_empty()) {
+            (Some(_), Some(_), _) | (Some(_), _, false) => {
+                return Err(ConfigError::Conflict(
+                    "--workers (closed model) does not combine with --stages or --staircase",
+                ));
+            }
+            (None, Some(_), false) => {
+                return Err(ConfigError::Conflict(
+                    "choose --stages or --staircase, not both",
+                ));
+            }
+            (Some(0), _, _) => return Err(ConfigError::Conflict("--workers must be ≥ 1")),
+            (Some(w), None, true) => Model::Closed {
+                workers: *w,
+                think: self.think,
+            },
+            (None, Some(st), true) => open(Profile::stages(self.start_rate, &parse_stages(st)?)),
+            (None, None, false) => {
+                for r in &self.staircase {
+                    check_rate(*r)?;
+                }
+                open(Profile::staircase(&self.staircase, self.step, self.pause))
+            }
+            (None, None, true) => open(Profile::constant(self.rate, secs)),
+        };
+        let peak = match &model {
+            Model::Open(p) => p.peak_rate(),
+            Model::Closed { .. } => 0.0,
+        };
+        let max_in_flight = match (&model, self.max_in_flight) {
+            (Model::Closed { workers, .. }, _) => *workers,
+            (_, Some(n)) => n.max(1),
+            (_, None) => default_in_flight(peak),
+        };
+        let header = |s: &str| {
+            hyper::header::HeaderName::from_bytes(s.trim().as_bytes())
+                .map_err(|_| ConfigError::Header(s.to_owned()))
+        };
+        let mut scenarios = vec![ScenarioConfig {
+            name: "main".into(),
+            uri: uri.clone(),
+            model,
+            timeout: self.timeout,
+            connection: self.connection,
+            max_in_flight,
+            log_requests: self.log_requests,
+        }];
+        for s in &self.also {
+            let side = parse_side(s)?;
+            if scenarios.iter().any(|x| x.name == side.name) {
+                return Err(ConfigError::Also(s.clone(), "duplicate name".into()));
+            }
+            let mut parts = uri.clone().into_parts();
+            parts.path_and_query = Some(
+                side.path
+                    .parse()
+                    .map_err(|_| ConfigError::Also(s.clone(), "bad path".into()))?,
+            );
+            let side_uri =
+                Uri::from_parts(parts).map_err(|e| ConfigError::Also(s.clone(), e.to_string()))?;
+            let timeout = side.timeout.unwrap_or(self.timeout);
+            if timeout.is_zero() || timeout > MAX_TIMEOUT {
+                return Err(ConfigError::Timeout(timeout));
+            }
+            scenarios.push(ScenarioConfig {
+                name: side.name,
+                uri: side_uri,
+                model: Model::Open(Profile::constant(side.rate, secs)),
+                timeout,
+                connection: side.connection.unwrap_or(self.connection),
+                max_in_flight: side
+                    .max_in_flight
+                    .unwrap_or(default_in_flight(side.rate))
+                    .max(1),
+                log_requests: side.log_requests,
+            });
+        }
+        let echo = serde_json::json!({
+            "url": self.url,
+            "rate": self.rate,
+            "duration_s": secs,
+            "bucket_s": self.bucket.as_secs(),
+            "timeout_s": self.timeout.as_secs_f64(),
+            "max_in_flight": max_in_flight,
+            "stages": self.stages,
+            "start_rate": self.start_rate,
+            "connection": self.connection,
+            "workers": self.workers,
+            "think_s": self.think.as_secs_f64(),
+            "also": self.also,
+            "revision_header": self.revision_header,
+            "replica_header": self.replica_header,
+            "log_requests": self.log_requests,
+            "ok_status": self.ok_status,
+            "staircase": self.staircase,
+            "step_s": self.step.as_secs_f64(),
+            "pause_s": self.pause.as_secs_f64(),
+            "grace_s": self.grace.as_secs_f64(),
+            "threads": self.threads,
+        });
+        Ok(Config {
+            run_id: self.run_id,
+            perturbation_id: self.perturbation_id,
+            duration: self.duration,
+            bucket: self.bucket,
+            grace: self.grace,
+            threads: self.threads.max(1),
+            ok_status: parse_status_set(&self.ok_status)?,
+            revision_header: header(&self.revision_header)?,
+            replica_header: header(&self.replica_header)?,
+            scenarios,
+            echo,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(extra: &[&str]) -> Result<Config, String> {
+        let mut a = vec![
+            "loadgen",
+            "--url",
+            "http://127.0.0.1:9/x?y=1",
+            "--duration",
+            "10",
+        ];
+        a.extend_from_slice(extra);
+        Config::from_args(a).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_follow_the_original_lab() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.bucket, Duration::from_secs(10));
+        let m = &c.scenarios[0];
+        assert_eq!(m.max_in_flight, 400);
+        assert_eq!(m.connection, ConnMode::KeepAlive);
+        assert_eq!(m.log_requests, LogRequests::Errors);
+        assert!(c.ok_status.contains(200) && c.ok_status.contains(399));
+        assert!(!c.ok_status.contains(404));
+    }
+
+    #[test]
+    fn duration_is_capped_at_24_hours() {
+        let with = |d: &str| {
+            Config::from_args(["loadgen", "--url", "http://127.0.0.1:9/", "--duration", d])
+                .map_err(|e| e.to_string())
+        };
+        assert!(with("24h").is_ok());
+        assert!(with("24h1s").unwrap_err().contains("24 h"));
+        assert!(with("0").is_err());
+    }
+
+    #[test]
+    fn side_streams_parse_and_get_the_main_host() {
+        let c = cfg(&[
+            "--also",
+            "rate=1,path=/slow?seconds=20,timeout=60s,name=slow",
+            "--also",
+            "rate=0.5,path=/health",
+        ])
+        .unwrap();
+        assert_eq!(c.scenarios.len(), 3);
+        let s = &c.scenarios[1];
+        assert_eq!(s.name, "slow");
+        assert_eq!(s.uri.to_string(), "http://127.0.0.1:9/slow?seconds=20");
+        assert_eq!(s.timeout, Duration::from_secs(60));
+        assert_eq!(s.log_requests, LogRequests::All);
+        assert_eq!(c.scenarios[2].name, "health");
+        assert!(
+            cfg(&["--also", "rate=1,bogus=2"])
+                .unwrap_err()
+                .contains("bogus")
+        );
+        assert!(
+            cfg(&["--also", "name=main"])
+                .unwrap_err()
+                .contains("duplicate")
+        );
+    }
+
+    #[test]
+    fn stages_and_status_sets_parse() {
+        assert_eq!(
+            parse_stages("30s:100,1m:200").unwrap(),
+            vec![
+                (Duration::from_secs(30), 100.0),
+                (Duration::from_secs(60), 200.0)
+            ]
+        );
+        assert!(parse_stages("30s").is_err());
+        assert!(parse_stages("30s:-1").is_err());
+        let s = parse_status_set("200,301-302").unwrap();
+        assert!(s.contains(200) && s.contains(302) && !s.contains(201));
+        assert!(parse_status_set("2xx").is_err());
+        assert!(parse_status_set("300-200").is_err());
+    }
+
+    #[test]
+    fn bad_urls_and_conflicts_are_rejected() {
+        assert!(Config::from_args(["loadgen", "--url", "ftp://x", "--duration", "1"]).is_err());
+        assert!(cfg(&["--workers", "2", "--stages", "1s:1"]).is_err());
+        assert!(cfg(&["--bucket", "1.5s"]).is_err());
+        let c = cfg(&["--workers", "3"]).unwrap();
+        assert!(matches!(
+            c.scenarios[0].model,
+            Model::Closed { workers: 3, .. }
+        ));
+    }
+}

@@ -1,0 +1,747 @@
+//! loadgen: a constant-arrival-rate HTTP load generator that prints JSON lines.
+//!
+//! - **Open model** (default): requests of a scenario are due at absolute offsets from the run's
+//!   start ([`profile`]: `start + i / rate`, or a ramp / staircase), each spawned as its own task
+//!   when due. Latency is measured from the scheduled time (coordinated-omission free) and from
+//!   the actual send. A request that would exceed `--max-in-flight` is counted as `dropped` and
+//!   never queued (k6's dropped iterations).
+//! - **Closed model** (`--workers N --think D`): N workers, each with its own connection.
+//! - **Side streams** (`--also`): extra open-model scenarios with their own connections.
+//! - **Output**: `meta`, a `bucket` per scenario per wall-clock aligned window (also when empty),
+//!   `req` lines per `--log-requests`, `step` lines for a staircase, a `summary` per scenario
+//!   and a closing `meta` (see `labkit::event::loadgen`).
+//!
+//! One aggregator task owns every counter and histogram; request tasks report to it over a
+//! channel, so the hot path takes no lock. Nothing is kept per request: memory is bounded by the
+//! number of scenarios and staircase steps.
+
+pub mod client;
+pub mod config;
+pub mod profile;
+pub mod stats;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use labkit::Timestamp;
+use labkit::event::loadgen::{Bucket, Meta, MetaPhase, Req, Step, Summary};
+use labkit::event::{Line, err_pct};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{HttpClient, status_class};
+pub use crate::config::{Args, Config, ConfigError};
+use crate::config::{LogRequests, Model, ScenarioConfig, StatusSet};
+use crate::profile::Profile;
+use crate::stats::{Outcome, Tally, header_text, percentiles, q_ms, round3};
+
+/// Where lines go: stdout (the binary) or memory (tests).
+#[derive(Clone)]
+pub enum Output {
+    Stdout,
+    Memory(Arc<Mutex<Vec<Line>>>),
+}
+
+impl Output {
+    /// An in-memory output and the vector it fills.
+    pub fn memory() -> (Output, Arc<Mutex<Vec<Line>>>) {
+        let v = Arc::new(Mutex::new(Vec::new()));
+        (Output::Memory(v.clone()), v)
+    }
+
+    fn emit(&self, line: impl Into<Line>) {
+        match self {
+            Output::Stdout => labkit::log::emit(line),
+            Output::Memory(v) => {
+                if let Ok(mut v) = v.lock() {
+                    v.push(line.into());
+                }
+            }
+        }
+    }
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
+    #[error("cannot install the signal handler")]
+    Signal(#[source] std::io::Error),
+}
+
+/// What a finished run reports (the same numbers as its `summary` lines).
+#[derive(Debug)]
+pub struct Report {
+    pub summaries: Vec<Summary>,
+    pub interrupted: bool,
+}
+
+enum Msg {
+    Done(Outcome),
+    Dropped {
+        scenario: usize,
+        step: Option<u32>,
+    },
+    StepStart(u32),
+    Finish {
+        interrupted: bool,
+        elapsed: Duration,
+    },
+}
+
+/// Shared by the scheduler and the request tasks of one scenario.
+struct Scn {
+    idx: usize,
+    cfg: ScenarioConfig,
+    client: Option<HttpClient>,
+    in_flight: AtomicUsize,
+    started: AtomicU64,
+    tx: mpsc::UnboundedSender<Msg>,
+    ok_status: StatusSet,
+    start: Instant,
+    start_wall_ms: i64,
+    want_msg: bool,
+}
+
+impl Scn {
+    fn wall_ms(&self, t: Instant) -> i64 {
+        self.start_wall_ms
+            + i64::try_from(t.saturating_duration_since(self.start).as_millis())
+                .unwrap_or(i64::MAX / 2)
+    }
+
+    fn report(
+        &self,
+        r: client::Response,
+        scheduled: Instant,
+        sent: Instant,
+        done: Instant,
+        step: Option<u32>,
+    ) {
+        let ok = r.status.is_some_and(|c| self.ok_status.contains(c));
+        let err_class = match (ok, r.err_class, r.status) {
+            (true, _, _) => None,
+            (false, Some(c), _) => Some(c),
+            (false, None, Some(code)) => Some(status_class(code)),
+            (false, None, None) => Some("other"),
+        };
+        let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        let o = Outcome {
+            scenario: self.idx,
+            step,
+            lat_us: us(done.saturating_duration_since(scheduled)),
+            send_us: us(done.saturating_duration_since(sent)),
+            late_us: us(sent.saturating_duration_since(scheduled)),
+            scheduled_ms: self.wall_ms(scheduled),
+            done_ms: self.wall_ms(done),
+            status: r.status,
+            ok,
+            err_class,
+            err_msg: r.err_msg,
+            revision: r.revision,
+            replica: r.replica,
+        };
+        let _ = self.tx.send(Msg::Done(o));
+    }
+}
+
+/// Decrements a scenario's in-flight count when a request task ends, also when it is aborted.
+struct InFlight(Arc<Scn>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn now_wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2))
+        .unwrap_or(0)
+}
+
+/// Runs the load to its end (or until `shutdown` resolves), printing every line to `out`.
+///
+/// Errors of the target never end the run: they are classified and counted.
+pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -> Report {
+    let start = Instant::now();
+    let start_wall_ms = now_wall_ms();
+    out.emit(Meta {
+        ts: Timestamp::from_epoch_ms(start_wall_ms),
+        run_id: cfg.run_id.clone(),
+        perturbation_id: cfg.perturbation_id.clone(),
+        phase: MetaPhase::Start,
+        tool: "loadgen".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        config: cfg.echo.clone(),
+    });
+
+    let run_len = match &cfg.scenarios[0].model {
+        Model::Open(p) => cfg.duration.min(Duration::from_secs_f64(p.secs())),
+        Model::Closed { .. } => cfg.duration,
+    };
+    let end = start + run_len;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+
+    let scns: Vec<Arc<Scn>> = cfg
+        .scenarios
+        .iter()
+        .enumerate()
+        .map(|(idx, sc)| {
+            let client = matches!(sc.model, Model::Open(_)).then(|| {
+                HttpClient::new(
+                    sc.uri.clone(),
+                    sc.connection,
+                    sc.timeout,
+                    sc.max_in_flight,
+                    cfg.revision_header.clone(),
+                    cfg.replica_header.clone(),
+                )
+            });
+            Arc::new(Scn {
+                idx,
+                cfg: sc.clone(),
+                client,
+                in_flight: AtomicUsize::new(0),
+                started: AtomicU64::new(0),
+                tx: tx.clone(),
+                ok_status: cfg.ok_status.clone(),
+                start,
+                start_wall_ms,
+                want_msg: sc.log_requests != LogRequests::None,
+            })
+        })
+        .collect();
+    drop(tx);
+
+    let agg = Aggregator::new(&cfg, &scns, out.clone(), start, start_wall_ms, run_len);
+    let agg = tokio::spawn(agg.run(rx));
+
+    let mut schedulers = Vec::new(); // open-model schedulers end by themselves at `end`
+    for s in &scns {
+        match &s.cfg.model {
+            Model::Open(p) => {
+                let profile = if s.idx == 0 {
+                    p.clone()
+                } else {
+                    Profile::constant(p.peak_rate(), run_len.as_secs_f64())
+                };
+                schedulers.push(tokio::spawn(open_loop(
+                    s.clone(),
+                    profile,
+                    end,
+                    cancel.clone(),
+                )));
+            }
+            Model::Closed { workers, think } => {
+                for _ in 0..*workers {
+                    let client = HttpClient::new(
+                        s.cfg.uri.clone(),
+                        s.cfg.connection,
+                        s.cfg.timeout,
+                        1,
+                        cfg.revision_header.clone(),
+                        cfg.replica_header.clone(),
+                    );
+                    tokio::spawn(worker(s.clone(), client, *think, end, cancel.clone()));
+                }
+            }
+        }
+    }
+
+    tokio::pin!(shutdown);
+    let interrupted = tokio::select! {
+        _ = tokio::time::sleep_until(end) => false,
+        _ = &mut shutdown => true,
+    };
+    cancel.cancel();
+    for h in schedulers {
+        let _ = h.await;
+    }
+    let elapsed = Instant::now().saturating_duration_since(start).min(run_len);
+    // Wait for in-flight requests: up to the longest timeout after a natural end, up to --grace
+    // after a signal (or a signal during the wait).
+    let longest = scns.iter().map(|s| s.cfg.timeout).max().unwrap_or_default();
+    let mut deadline = Instant::now()
+        + if interrupted {
+            cfg.grace
+        } else {
+            longest + Duration::from_secs(1)
+        };
+    let mut interrupted_now = interrupted;
+    while scns.iter().any(|s| s.in_flight.load(Ordering::Acquire) > 0) && Instant::now() < deadline
+    {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+            _ = &mut shutdown, if !interrupted_now => {
+                interrupted_now = true;
+                deadline = deadline.min(Instant::now() + cfg.grace);
+            }
+        }
+    }
+    let _ = scns[0].tx.send(Msg::Finish {
+        interrupted,
+        elapsed,
+    });
+    let summaries = agg.await.unwrap_or_default();
+    out.emit(Meta {
+        ts: Timestamp::now(),
+        run_id: cfg.run_id.clone(),
+        perturbation_id: cfg.perturbation_id.clone(),
+        phase: MetaPhase::End,
+        tool: "loadgen".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        config: cfg.echo.clone(),
+    });
+    Report {
+        summaries,
+        interrupted,
+    }
+}
+
+/// Builds the runtime (current-thread for `--threads 1`), installs SIGTERM/SIGINT handling and
+/// runs to the end. What the binary calls.
+pub fn run_blocking(cfg: Config, out: Output) -> Result<Report, RunError> {
+    let rt = if cfg.threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cfg.threads)
+            .enable_all()
+            .build()
+    }
+    .map_err(RunError::Runtime)?;
+    rt.block_on(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).map_err(RunError::Signal)?;
+        let mut int = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        };
+        Ok(run(cfg, out, shutdown).await)
+    })
+}
+
+/// The open-model scheduler of one scenario: sleeps to each absolute due time and spawns the
+/// request, or counts it as dropped when the scenario is at its in-flight cap.
+async fn open_loop(s: Arc<Scn>, profile: Profile, end: Instant, cancel: CancellationToken) {
+    let sleep = tokio::time::sleep_until(s.start);
+    tokio::pin!(sleep);
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
+    let mut cur_step = None;
+    for (offset, step) in profile.arrivals() {
+        let at = s.start + offset;
+        if at >= end {
+            break;
+        }
+        if at > Instant::now() {
+            sleep.as_mut().reset(at);
+            tokio::select! {
+                biased;
+                _ = &mut cancelled => break,
+                _ = &mut sleep => {}
+            }
+        } else if cancel.is_cancelled() {
+            break;
+        }
+        // A new staircase step begins (after the pause): the previous step's line can go out.
+        if step.is_some() && step != cur_step {
+            cur_step = step;
+            if let Some(k) = step {
+                let _ = s.tx.send(Msg::StepStart(k));
+            }
+        }
+        if s.in_flight.load(Ordering::Acquire) >= s.cfg.max_in_flight {
+            let _ = s.tx.send(Msg::Dropped {
+                scenario: s.idx,
+                step,
+            });
+            continue;
+        }
+        s.in_flight.fetch_add(1, Ordering::AcqRel);
+        s.started.fetch_add(1, Ordering::AcqRel);
+        let guard = InFlight(s.clone());
+        tokio::spawn(async move {
+            let s = &guard.0;
+            let sent = Instant::now();
+            if let Some(c) = &s.client {
+                let r = c.get(s.want_msg).await;
+                s.report(r, at, sent, Instant::now(), step);
+            }
+            drop(guard);
+        });
+    }
+}
+
+/// One closed-model worker: request, think, repeat, on its own persistent connection.
+async fn worker(
+    s: Arc<Scn>,
+    client: HttpClient,
+    think: Duration,
+    end: Instant,
+    cancel: CancellationToken,
+) {
+    loop {
+        if cancel.is_cancelled() || Instant::now() >= end {
+            break;
+        }
+        s.in_flight.fetch_add(1, Ordering::AcqRel);
+        s.started.fetch_add(1, Ordering::AcqRel);
+        let guard = InFlight(s.clone());
+        let sent = Instant::now();
+        let r = client.get(s.want_msg).await;
+        s.report(r, sent, sent, Instant::now(), None);
+        drop(guard);
+        if !think.is_zero() {
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(think) => {}
+            }
+        }
+    }
+}
+
+/// The tally of staircase step `k` (1-based), if there is one.
+fn step_slot(steps: &mut [(Tally, bool)], k: Option<u32>) -> Option<&mut Tally> {
+    let i = usize::try_from(k?).ok()?.checked_sub(1)?;
+    steps.get_mut(i).map(|(t, _)| t)
+}
+
+struct ScnAgg {
+    name: String,
+    log: LogRequests,
+    profile: Option<Profile>,
+    window: Tally,
+    total: Tally,
+}
+
+struct Aggregator {
+    out: Output,
+    run_id: Option<String>,
+    perturbation_id: Option<String>,
+    window_ms: i64,
+    start: Instant,
+    start_wall_ms: i64,
+    run_len: Duration,
+    scns: Vec<ScnAgg>,
+    started: Vec<Arc<Scn>>,
+    steps: Vec<(Tally, bool)>,
+    step_cfg: Option<(Vec<f64>, Duration)>,
+    progress: bool,
+}
+
+impl Aggregator {
+    fn new(
+        cfg: &Config,
+        scns: &[Arc<Scn>],
+        out: Output,
+        start: Instant,
+        start_wall_ms: i64,
+        run_len: Duration,
+    ) -> Self {
+        let step_cfg = match &cfg.scenarios[0].model {
+            Model::Open(p) if p.segments.iter().any(|s| s.step.is_some()) => Some((
+                p.segments
+                    .iter()
+                    .filter(|s| s.step.is_some())
+                    .map(|s| s.r0)
+                    .collect::<Vec<_>>(),
+                p.segments
+                    .iter()
+                    .find(|s| s.step.is_some())
+                    .map(|s| Duration::from_secs_f64(s.secs))
+                    .unwrap_or_default(),
+            )),
+            _ => None,
+        };
+        let n_steps = step_cfg.as_ref().map_or(0, |s| s.0.len());
+        Aggregator {
+            out,
+            run_id: cfg.run_id.clone(),
+            perturbation_id: cfg.perturbation_id.clone(),
+            window_ms: i64::try_from(cfg.bucket.as_millis()).unwrap_or(10_000),
+            start,
+            start_wall_ms,
+            run_len,
+            scns: cfg
+                .scenarios
+                .iter()
+                .map(|s| ScnAgg {
+                    name: s.name.clone(),
+                    log: s.log_requests,
+                    profile: match &s.model {
+                        Model::Open(p) => Some(p.clone()),
+                        Model::Closed { .. } => None,
+                    },
+                    window: Tally::new(false),
+                    total: Tally::new(true),
+                })
+                .collect(),
+            started: scns.to_vec(),
+            steps: (0..n_steps).map(|_| (Tally::new(false), false)).collect(),
+            step_cfg,
+            progress: labkit::log::stderr_is_terminal(),
+        }
+    }
+
+    fn instant_of(&self, wall_ms: i64) -> Instant {
+        self.start + Duration::from_millis(u64::try_from(wall_ms - self.start_wall_ms).unwrap_or(0))
+    }
+
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) -> Vec<Summary> {
+        let mut win_start = labkit::clock::window_start_ms(self.start_wall_ms, self.window_ms);
+        let mut buf = Vec::with_capacity(256);
+        let tick = tokio::time::sleep_until(self.instant_of(win_start + self.window_ms));
+        tokio::pin!(tick);
+        let (interrupted, elapsed) = loop {
+            tokio::select! {
+                biased;
+                n = rx.recv_many(&mut buf, 256) => {
+                    if n == 0 {
+                        break (false, self.run_len);
+                    }
+                    let mut fin = None;
+                    for m in buf.drain(..) {
+                        match m {
+                            Msg::Finish { interrupted, elapsed } => fin = Some((interrupted, elapsed)),
+                            m => self.handle(m),
+                        }
+                    }
+                    if let Some(f) = fin {
+                        break f;
+                    }
+                }
+                _ = &mut tick => {
+                    self.emit_buckets(win_start);
+                    win_start += self.window_ms;
+                    tick.as_mut().reset(self.instant_of(win_start + self.window_ms));
+                }
+            }
+        };
+        // No more results are accepted; record what is already queued.
+        rx.close();
+        while let Ok(m) = rx.try_recv() {
+            if !matches!(m, Msg::Finish { .. }) {
+                self.handle(m);
+            }
+        }
+        // Requests still running now were cut off by the end of the grace period.
+        for (i, s) in self.started.clone().iter().enumerate() {
+            let started = s.started.load(Ordering::Acquire);
+            let done = self.scns[i].total.count;
+            let aborted = started.saturating_sub(done);
+            if aborted > 0 {
+                let sa = &mut self.scns[i];
+                for t in [&mut sa.window, &mut sa.total] {
+                    t.count += aborted;
+                    t.err += aborted;
+                    *t.errors.entry("aborted").or_insert(0) += aborted;
+                }
+            }
+        }
+        let sched_end_ms = self.start_wall_ms + i64::try_from(elapsed.as_millis()).unwrap_or(0);
+        let any = self
+            .scns
+            .iter()
+            .any(|s| s.window.count + s.window.dropped > 0);
+        if any || win_start < sched_end_ms {
+            self.emit_buckets(win_start);
+        }
+        self.emit_steps(u32::MAX);
+        let summaries = self.summaries(interrupted, elapsed);
+        for s in &summaries {
+            self.out.emit(s.clone());
+        }
+        summaries
+    }
+
+    fn handle(&mut self, m: Msg) {
+        match m {
+            Msg::Done(o) => {
+                let sa = &mut self.scns[o.scenario];
+                sa.window.record(&o);
+                sa.total.record(&o);
+                if let Some(t) = step_slot(&mut self.steps, o.step) {
+                    t.record(&o);
+                }
+                let log = match sa.log {
+                    LogRequests::All => true,
+                    LogRequests::Errors => !o.ok,
+                    LogRequests::None => false,
+                };
+                if log {
+                    let name = sa.name.clone();
+                    self.emit_req(name, o);
+                }
+            }
+            Msg::Dropped { scenario, step } => {
+                let sa = &mut self.scns[scenario];
+                sa.window.dropped += 1;
+                sa.total.dropped += 1;
+                if let Some(t) = step_slot(&mut self.steps, step) {
+                    t.dropped += 1;
+                }
+            }
+            Msg::StepStart(k) => self.emit_steps(k),
+            Msg::Finish { .. } => {}
+        }
+    }
+
+    fn emit_req(&self, scenario: String, o: Outcome) {
+        self.out.emit(Req {
+            ts: Timestamp::from_epoch_ms(o.done_ms),
+            run_id: self.run_id.clone(),
+            perturbation_id: self.perturbation_id.clone(),
+            scenario,
+            scheduled_ts: Timestamp::from_epoch_ms(o.scheduled_ms),
+            code: o.status,
+            dur_ms: round3(o.lat_us as f64 / 1000.0),
+            send_dur_ms: Some(round3(o.send_us as f64 / 1000.0)),
+            ok: o.ok,
+            err_class: o.err_class.map(str::to_owned),
+            err_msg: o.err_msg,
+            revision: o.revision.as_ref().map(header_text),
+            replica: o.replica.as_ref().map(header_text),
+        });
+    }
+
+    /// Emits the step lines of every step before `k` not yet emitted.
+    fn emit_steps(&mut self, k: u32) {
+        let Some((rates, step_len)) = self.step_cfg.clone() else {
+            return;
+        };
+        for (i, (t, emitted)) in self.steps.iter_mut().enumerate() {
+            let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            if n >= k || *emitted {
+                continue;
+            }
+            *emitted = true;
+            let secs = step_len.as_secs_f64();
+            self.out.emit(Step {
+                ts: Timestamp::now(),
+                run_id: self.run_id.clone(),
+                perturbation_id: self.perturbation_id.clone(),
+                step: n,
+                target_rps: rates.get(i).copied().unwrap_or(0.0),
+                duration_s: secs,
+                count: t.count,
+                ok: t.ok,
+                err: t.err,
+                dropped: t.dropped,
+                achieved_rps: if secs > 0.0 {
+                    round3(t.count as f64 / secs)
+                } else {
+                    0.0
+                },
+                p50_ms: q_ms(&t.lat, 0.5),
+                p95_ms: q_ms(&t.lat, 0.95),
+                p99_ms: q_ms(&t.lat, 0.99),
+            });
+        }
+    }
+
+    fn emit_buckets(&mut self, win_start: i64) {
+        let offset_s = ((win_start - self.start_wall_ms).max(0) as f64) / 1000.0;
+        for sa in &mut self.scns {
+            let w = &sa.window;
+            let start_ts = Timestamp::from_epoch_ms(win_start);
+            let target = sa.profile.as_ref().map_or(0.0, |p| p.rate_at(offset_s).0);
+            self.out.emit(Bucket {
+                ts: Timestamp::now(),
+                run_id: self.run_id.clone(),
+                perturbation_id: self.perturbation_id.clone(),
+                window_s: u64::try_from(self.window_ms / 1000).unwrap_or(0),
+                bucket_start_epoch_s: start_ts.epoch_s(),
+                bucket_start_iso: start_ts.to_rfc3339_s(),
+                count: w.count,
+                ok: w.ok,
+                err: w.err,
+                err_pct: round3(err_pct(w.err, w.count)),
+                target_rps: target,
+                scenario: sa.name.clone(),
+                dropped: w.dropped,
+                p50_ms: q_ms(&w.lat, 0.5),
+                p95_ms: q_ms(&w.lat, 0.95),
+                p99_ms: q_ms(&w.lat, 0.99),
+                max_ms: (!w.lat.is_empty()).then(|| round3(w.lat.max() as f64 / 1000.0)),
+                send_p50_ms: q_ms(&w.send, 0.5),
+                send_p99_ms: q_ms(&w.send, 0.99),
+                status: w.status_map(),
+                errors: w.errors_map(),
+                served_by: w.served_by_map(),
+            });
+            if self.progress {
+                let done = Instant::now()
+                    .saturating_duration_since(self.start)
+                    .as_secs();
+                let total = self.run_len.as_secs();
+                eprintln!(
+                    "loadgen {done}s/{total}s {}: {:.1} rps, {} ok, {} err, {} dropped, ETA {}s",
+                    sa.name,
+                    w.count as f64 * 1000.0 / self.window_ms as f64,
+                    w.ok,
+                    w.err,
+                    w.dropped,
+                    total.saturating_sub(done)
+                );
+            }
+            sa.window.reset();
+        }
+    }
+
+    fn summaries(&self, interrupted: bool, elapsed: Duration) -> Vec<Summary> {
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        let ratio = match self.steps.as_slice() {
+            [a, b, ..] => match (q_ms(&a.0.lat, 0.5), q_ms(&b.0.lat, 0.5)) {
+                (Some(x), Some(y)) if x > 0.0 => Some(round3(y / x)),
+                _ => None,
+            },
+            _ => None,
+        };
+        self.scns
+            .iter()
+            .enumerate()
+            .map(|(i, sa)| {
+                let t = &sa.total;
+                let target = sa.profile.as_ref().map_or(0.0, |p| {
+                    let len = self.run_len.as_secs_f64().max(1e-9);
+                    round3(p.count_until(len) / len)
+                });
+                Summary {
+                    ts: Timestamp::now(),
+                    run_id: self.run_id.clone(),
+                    perturbation_id: self.perturbation_id.clone(),
+                    scenario: sa.name.clone(),
+                    duration_s: round3(secs),
+                    count: t.count,
+                    ok: t.ok,
+                    err: t.err,
+                    err_pct: round3(err_pct(t.err, t.count)),
+                    dropped: t.dropped,
+                    target_rps: target,
+                    achieved_rps: round3(t.count as f64 / secs),
+                    latency: percentiles(&t.lat),
+                    send_latency: percentiles(&t.send),
+                    lateness: t.late.as_ref().and_then(percentiles),
+                    status: t.status_map(),
+                    errors: t.errors_map(),
+                    served_by: t.served_by_map(),
+                    staircase_p50_ratio: if i == 0 { ratio } else { None },
+                    interrupted,
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,557 @@
+//! End-to-end tests of `loadgen::run` (and of the binary for SIGTERM) against an in-process
+//! HTTP server on 127.0.0.1 whose latency, revision header and connection policy the test
+//! controls.
+#![allow(clippy::unwrap_used, unsafe_code)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use labkit::event::Line;
+use labkit::event::loadgen::{Bucket, Req, Step, Summary};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+/// The test server's knobs and counters.
+#[derive(Default)]
+struct State {
+    requests: AtomicU64,
+    conns: AtomicU64,
+    /// Added to every response.
+    delay_ms: AtomicU64,
+    /// Requests arriving before this instant are held until it.
+    stall_until: Mutex<Option<Instant>>,
+    revision: Mutex<String>,
+}
+
+struct Server {
+    addr: SocketAddr,
+    state: Arc<State>,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(State::default());
+        *state.revision.lock().unwrap() = "rev-a".into();
+        let st = state.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                st.conns.fetch_add(1, Ordering::SeqCst);
+                let st = st.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| handle(st.clone(), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        Server { addr, state }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    fn requests(&self) -> u64 {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+}
+
+async fn handle(
+    st: Arc<State>,
+    req: Request<hyper::body::Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    st.requests.fetch_add(1, Ordering::SeqCst);
+    let stall = *st.stall_until.lock().unwrap();
+    if let Some(t) = stall.filter(|t| Instant::now() < *t) {
+        tokio::time::sleep_until(t).await;
+    }
+    let mut delay = st.delay_ms.load(Ordering::SeqCst);
+    let slow_ms = req.uri().query().and_then(|q| q.strip_prefix("ms="));
+    if let (true, Some(ms)) = (req.uri().path() == "/slow", slow_ms) {
+        delay += ms.parse::<u64>().unwrap();
+    }
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    let rev = st.revision.lock().unwrap().clone();
+    let mut resp = Response::builder()
+        .header("x-revision", rev)
+        .header("x-replica", "replica-1");
+    if req.uri().path() == "/close" {
+        resp = resp.header("connection", "close");
+    }
+    Ok(resp.body(Full::new(Bytes::from_static(b"ok"))).unwrap())
+}
+
+/// Runs loadgen in-process with `args` (after the binary name) and returns its lines.
+async fn run(args: &[&str]) -> Vec<Line> {
+    let mut a = vec!["loadgen"];
+    a.extend_from_slice(args);
+    let cfg = loadgen::Config::from_args(a).unwrap();
+    let (out, lines) = loadgen::Output::memory();
+    loadgen::run(cfg, out, std::future::pending()).await;
+    lines.lock().unwrap().clone()
+}
+
+fn buckets<'a>(lines: &'a [Line], scenario: &str) -> Vec<&'a Bucket> {
+    lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Bucket(b) if b.scenario == scenario => Some(b),
+            _ => None,
+        })
+        .collect()
+}
+
+fn summary<'a>(lines: &'a [Line], scenario: &str) -> &'a Summary {
+    lines
+        .iter()
+        .find_map(|l| match l {
+            Line::Summary(s) if s.scenario == scenario => Some(s),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no summary for {scenario}"))
+}
+
+fn reqs<'a>(lines: &'a [Line], scenario: &str) -> Vec<&'a Req> {
+    lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Req(r) if r.scenario == scenario => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Bucket windows follow each other without gaps.
+fn assert_contiguous(bs: &[&Bucket]) {
+    for w in bs.windows(2) {
+        assert_eq!(
+            w[1].bucket_start_epoch_s - w[0].bucket_start_epoch_s,
+            w[0].window_s as i64,
+            "gap between windows: {:?} -> {:?}",
+            w[0].bucket_start_iso,
+            w[1].bucket_start_iso
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bucket_counts_add_up_to_requests_sent() {
+    let srv = Server::start().await;
+    let url = srv.url("/");
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "40",
+        "--duration",
+        "2.5s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    let bs = buckets(&lines, "main");
+    assert_eq!(s.count, 100, "2.5 s at 40/s is exactly 100 arrivals");
+    assert_eq!(bs.iter().map(|b| b.count).sum::<u64>(), s.count);
+    assert_eq!(bs.iter().map(|b| b.ok).sum::<u64>(), 100);
+    assert_eq!(srv.requests(), 100);
+    assert_eq!((s.ok, s.err, s.dropped), (100, 0, 0));
+    assert!(bs.len() >= 3, "{} buckets", bs.len());
+    assert_contiguous(&bs);
+    assert!(bs.iter().all(|b| b.window_s == 1 && b.target_rps == 40.0));
+    for b in &bs {
+        let iso: labkit::Timestamp = b.bucket_start_iso.parse().unwrap();
+        assert_eq!(iso.epoch_s(), b.bucket_start_epoch_s);
+    }
+    assert!(matches!(lines.first(), Some(Line::Meta(_))));
+    assert!(matches!(lines.last(), Some(Line::Meta(_))));
+    assert!((s.achieved_rps - 40.0).abs() < 0.5, "{}", s.achieved_rps);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_windows_are_emitted() {
+    let srv = Server::start().await;
+    let url = srv.url("/");
+    // One request at t = 0 and one at t = 2 s: the windows around t = 1 s and t = 3 s are empty.
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "0.5",
+        "--duration",
+        "3.5s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    let bs = buckets(&lines, "main");
+    assert!(bs.len() >= 4, "{} buckets", bs.len());
+    assert_contiguous(&bs);
+    assert!(bs.iter().filter(|b| b.count == 0).count() >= 2, "{bs:#?}");
+    assert_eq!(bs.iter().map(|b| b.count).sum::<u64>(), 2);
+    let empty = bs.iter().find(|b| b.count == 0).unwrap();
+    assert_eq!((empty.err_pct, empty.p50_ms), (0.0, None));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_counting_when_the_server_stalls_under_max_in_flight() {
+    let srv = Server::start().await;
+    let url = srv.url("/slow?ms=2500");
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "50",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+        "--max-in-flight",
+        "5",
+        "--timeout",
+        "5s",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert_eq!(s.count, 5, "only the first 5 could start");
+    assert_eq!(s.dropped, 45, "the rest are dropped, not queued");
+    assert_eq!(s.ok, 5);
+    let bs = buckets(&lines, "main");
+    assert_eq!(bs.iter().map(|b| b.dropped).sum::<u64>(), 45);
+    assert_eq!(srv.requests(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_from_scheduled_time_grows_when_the_server_stalls() {
+    let srv = Server::start().await;
+    let url = srv.url("/");
+    // Requests arriving between 0.5 s and 1.5 s are held until 1.5 s.
+    let st = srv.state.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        *st.stall_until.lock().unwrap() = Some(Instant::now() + Duration::from_secs(1));
+    });
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "40",
+        "--duration",
+        "2s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    // The schedule went on during the stall: nothing omitted, nothing waited for a free slot.
+    assert_eq!(s.count, 80);
+    assert_eq!(s.dropped, 0);
+    let lat = s.latency.as_ref().unwrap();
+    assert!(lat.max_ms >= 800.0, "{lat:?}");
+    assert!(lat.p90_ms >= 400.0, "{lat:?}");
+    let late = s.lateness.as_ref().unwrap();
+    assert!(late.p99_ms < 50.0, "sends kept to the schedule: {late:?}");
+    let worst = buckets(&lines, "main")
+        .iter()
+        .filter_map(|b| b.p99_ms)
+        .fold(0.0, f64::max);
+    assert!(worst >= 500.0, "a bucket shows the stall: {worst}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attribution_counts_by_revision_and_side_stream_req_lines_carry_it() {
+    let srv = Server::start().await;
+    let url = srv.url("/");
+    let st = srv.state.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        *st.revision.lock().unwrap() = "rev-b".into();
+    });
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "40",
+        "--duration",
+        "2s",
+        "--bucket",
+        "1s",
+        "--also",
+        "rate=4,path=/slow?ms=50,timeout=5s,name=slow",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    let a = s.served_by.get("rev-a").copied().unwrap_or(0);
+    let b = s.served_by.get("rev-b").copied().unwrap_or(0);
+    assert!(a >= 20 && b >= 20, "{:?}", s.served_by);
+    assert_eq!(a + b, s.count);
+    let per_bucket: u64 = buckets(&lines, "main")
+        .iter()
+        .flat_map(|b| b.served_by.values())
+        .sum();
+    assert_eq!(per_bucket, s.count);
+    assert!(
+        reqs(&lines, "main").is_empty(),
+        "main logs errors only by default"
+    );
+    let slow = summary(&lines, "slow");
+    assert_eq!(slow.count, 8);
+    let rs = reqs(&lines, "slow");
+    assert_eq!(rs.len(), 8, "side streams log every request");
+    assert!(
+        rs.iter()
+            .all(|r| r.ok && r.code == Some(200) && r.dur_ms >= 50.0)
+    );
+    assert!(rs.iter().all(|r| r.replica.as_deref() == Some("replica-1")));
+    assert!(
+        rs.iter()
+            .all(|r| matches!(r.revision.as_deref(), Some("rev-a" | "rev-b")))
+    );
+    assert!(buckets(&lines, "slow").len() >= 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staircase_prints_steps_and_the_p50_ratio() {
+    let srv = Server::start().await;
+    let url = srv.url("/");
+    srv.state.delay_ms.store(5, Ordering::SeqCst);
+    let st = srv.state.clone();
+    tokio::spawn(async move {
+        // During the pause between the steps, the server gets 8x slower.
+        tokio::time::sleep(Duration::from_millis(1250)).await;
+        st.delay_ms.store(40, Ordering::SeqCst);
+    });
+    let lines = run(&[
+        "--url",
+        &url,
+        "--duration",
+        "60s",
+        "--bucket",
+        "1s",
+        "--staircase",
+        "20,30",
+        "--step",
+        "1s",
+        "--pause",
+        "500ms",
+    ])
+    .await;
+    let steps: Vec<&Step> = lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Step(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(
+        (steps[0].step, steps[0].count, steps[0].target_rps),
+        (1, 20, 20.0)
+    );
+    assert_eq!(
+        (steps[1].step, steps[1].count, steps[1].target_rps),
+        (2, 30, 30.0)
+    );
+    let s = summary(&lines, "main");
+    assert_eq!(s.count, 50, "nothing is sent during the pause");
+    let ratio = s.staircase_p50_ratio.unwrap();
+    assert!(
+        (3.0..=12.0).contains(&ratio),
+        "ratio {ratio}, steps {steps:?}"
+    );
+    assert!(
+        s.duration_s < 3.0,
+        "the run ends with the staircase: {}",
+        s.duration_s
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_model_keeps_one_connection_per_worker_and_reconnects_after_close() {
+    let srv = Server::start().await;
+    let url = srv.url("/");
+    let lines = run(&[
+        "--url",
+        &url,
+        "--workers",
+        "2",
+        "--think",
+        "10ms",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert!(s.count >= 20, "{}", s.count);
+    assert_eq!(s.ok, s.count);
+    assert_eq!(
+        srv.state.conns.load(Ordering::SeqCst),
+        2,
+        "one persistent connection per worker"
+    );
+
+    let srv = Server::start().await;
+    let url = srv.url("/close");
+    let lines = run(&[
+        "--url",
+        &url,
+        "--workers",
+        "2",
+        "--think",
+        "10ms",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert!(s.count >= 20, "{}", s.count);
+    assert_eq!(s.ok, s.count, "{:?}", s.errors);
+    assert_eq!(
+        srv.state.conns.load(Ordering::SeqCst),
+        s.count,
+        "a new connection after every Connection: close"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_mode_opens_a_connection_per_request() {
+    let srv = Server::start().await;
+    let url = srv.url("/");
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "40",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+        "--connection",
+        "close",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert_eq!((s.count, s.ok), (40, 40));
+    assert_eq!(srv.state.conns.load(Ordering::SeqCst), 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_port_ends_on_time_with_every_request_classified_connect() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let t0 = Instant::now();
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "20",
+        "--duration",
+        "1.5s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    assert!(
+        t0.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        t0.elapsed()
+    );
+    let s = summary(&lines, "main");
+    assert_eq!(s.count, 30);
+    assert_eq!(s.err, 30);
+    assert_eq!(s.errors.get("connect"), Some(&30), "{:?}", s.errors);
+    let rs = reqs(&lines, "main");
+    assert_eq!(rs.len(), 30, "errors are logged by default");
+    assert!(
+        rs.iter()
+            .all(|r| r.err_class.as_deref() == Some("connect") && r.code.is_none())
+    );
+    assert!(rs.iter().all(|r| r.err_msg.is_some()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_flushes_the_open_bucket_and_the_summary() {
+    let srv = Server::start().await;
+    let url = srv.url("/");
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_loadgen"))
+        .args([
+            "--url",
+            &url,
+            "--rate",
+            "20",
+            "--duration",
+            "60s",
+            "--bucket",
+            "60s",
+            "--grace",
+            "1s",
+            "--also",
+            "rate=1,path=/slow?ms=20000,timeout=30s,name=slow",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let pid = child.id().unwrap() as libc::pid_t;
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let t0 = Instant::now();
+    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .expect("loadgen did not exit after SIGTERM")
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Line> = stdout
+        .lines()
+        .map(|l| Line::from_json(l).unwrap())
+        .collect();
+    let s = summary(&lines, "main");
+    assert!(s.interrupted);
+    assert!(s.count >= 25, "{}", s.count);
+    let bs = buckets(&lines, "main");
+    assert_eq!(
+        bs.iter().map(|b| b.count).sum::<u64>(),
+        s.count,
+        "the open bucket was flushed"
+    );
+    let slow = summary(&lines, "slow");
+    assert!(
+        slow.errors.get("aborted").copied().unwrap_or(0) >= 1,
+        "{:?}",
+        slow.errors
+    );
+    assert_eq!(
+        buckets(&lines, "slow").iter().map(|b| b.count).sum::<u64>(),
+        slow.count
+    );
+    assert!(
+        matches!(lines.last(), Some(Line::Meta(m)) if m.phase == labkit::event::MetaPhase::End)
+    );
+}
