@@ -222,21 +222,15 @@ async fn burn(d: Duration) {
 }
 
 /// Parses `seconds` for `/delay`, `/slow`, `/cpu`: a finite number in `0..=MAX_REQUEST_SECONDS`.
-fn seconds(state: &AppState, query: Option<&str>) -> Result<Duration, Response> {
+/// `Err` is the message for a 400.
+fn seconds(state: &AppState, query: Option<&str>) -> Result<Duration, String> {
     let max = state.cfg().max_request_seconds;
-    let raw = query_param(query, "seconds").ok_or_else(|| {
-        error_response(
-            StatusCode::BAD_REQUEST,
-            "query parameter seconds is required, e.g. ?seconds=5",
-        )
-    })?;
+    let raw = query_param(query, "seconds")
+        .ok_or_else(|| "query parameter seconds is required, e.g. ?seconds=5".to_owned())?;
     match raw.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=max).contains(&v) => Ok(Duration::from_secs_f64(v)),
-        _ => Err(error_response(
-            StatusCode::BAD_REQUEST,
-            &format!(
-                "seconds must be a number between 0 and {max} (MAX_REQUEST_SECONDS), got {raw:?}"
-            ),
+        _ => Err(format!(
+            "seconds must be a number between 0 and {max} (MAX_REQUEST_SECONDS), got {raw:?}"
         )),
     }
 }
@@ -245,7 +239,7 @@ fn seconds(state: &AppState, query: Option<&str>) -> Result<Duration, Response> 
 async fn delay(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
     let d = match seconds(&state, q.as_deref()) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(msg) => return error_response(StatusCode::BAD_REQUEST, &msg),
     };
     tokio::time::sleep(d).await;
     Json(serde_json::json!({
@@ -261,7 +255,7 @@ async fn delay(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response
 async fn cpu(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
     let d = match seconds(&state, q.as_deref()) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(msg) => return error_response(StatusCode::BAD_REQUEST, &msg),
     };
     burn(d).await;
     Json(serde_json::json!({

@@ -1,0 +1,412 @@
+//! The library in-process: the router through tower `oneshot` (bad input, timing knobs, the
+//! dependency mode, the 300 s hang cap under paused time) and `run_with` over real HTTP on
+//! 127.0.0.1 (zombie, deadlock, reset).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use common::{InProcess, get, post, request};
+use http_body_util::BodyExt;
+use subject::config::{AppMode, Secret};
+use subject::{AppState, Config};
+use tokio::time::Instant;
+use tower::ServiceExt;
+
+fn no_exit() -> subject::ExitFn {
+    Arc::new(|_| {})
+}
+
+fn router(cfg: Config) -> axum::Router {
+    subject::routes::router(AppState::started(cfg, no_exit()))
+}
+
+async fn call(
+    app: &axum::Router,
+    method: &str,
+    uri: &str,
+    body: &str,
+) -> (StatusCode, serde_json::Value) {
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .body(Body::from(body.to_owned()))
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let v = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+    (status, v)
+}
+
+#[tokio::test]
+async fn bad_input_gets_4xx_with_a_json_error() {
+    let mut cfg = Config::defaults();
+    cfg.max_request_seconds = 10.0;
+    let app = router(cfg.clone());
+    cfg.app_mode = AppMode::Dependency;
+    let dep = router(cfg);
+    let cases: &[(&axum::Router, &str, &str, &str, u16)] = &[
+        (&app, "GET", "/delay", "", 400),
+        (&app, "GET", "/delay?seconds=abc", "", 400),
+        (&app, "GET", "/delay?seconds=-1", "", 400),
+        (&app, "GET", "/delay?seconds=11", "", 400),
+        (&app, "GET", "/delay?seconds=NaN", "", 400),
+        (&app, "GET", "/delay?seconds=inf", "", 400),
+        (&app, "GET", "/slow?seconds=1e400", "", 400),
+        (&app, "GET", "/cpu?seconds=", "", 400),
+        (&app, "GET", "/status?code=600", "", 400),
+        (&app, "GET", "/status?code=199", "", 400),
+        (&app, "GET", "/status?code=abc", "", 400),
+        (&app, "GET", "/status?code=-500", "", 400),
+        (&app, "POST", "/simulate/crash?code=256", "", 400),
+        (&app, "POST", "/simulate/crash?code=x", "", 400),
+        (&app, "GET", "/nope", "", 404),
+        (&app, "GET", "/health", "", 404),
+        (&app, "POST", "/admin/dependency", "{}", 404),
+        (&app, "POST", "/status", "", 405),
+        (&app, "DELETE", "/", "", 405),
+        (&app, "GET", "/simulate/zombie", "", 405),
+        (&dep, "POST", "/admin/dependency", "not json", 400),
+        (&dep, "POST", "/admin/dependency", "", 400),
+        (
+            &dep,
+            "POST",
+            "/admin/dependency",
+            r#"{"fail_rate": 2}"#,
+            400,
+        ),
+        (
+            &dep,
+            "POST",
+            "/admin/dependency",
+            r#"{"fail_rate": -0.1}"#,
+            400,
+        ),
+        (
+            &dep,
+            "POST",
+            "/admin/dependency",
+            r#"{"delay_ms": -5}"#,
+            400,
+        ),
+        (
+            &dep,
+            "POST",
+            "/admin/dependency",
+            r#"{"delay_ms": 99999999}"#,
+            400,
+        ),
+        (
+            &dep,
+            "POST",
+            "/admin/dependency",
+            r#"{"healthy": "yes"}"#,
+            400,
+        ),
+        (
+            &dep,
+            "POST",
+            "/admin/dependency",
+            r#"{"helthy": true}"#,
+            400,
+        ),
+        (&dep, "GET", "/dependency/health", "", 404),
+    ];
+    for (app, method, uri, body, want) in cases {
+        let (status, v) = call(app, method, uri, body).await;
+        assert_eq!(status.as_u16(), *want, "{method} {uri} {body}: {v}");
+        assert!(v["error"].is_string(), "{method} {uri}: {v}");
+    }
+    // Main mode without DEPENDENCY_URL: nothing to check, a 4xx, not a 5xx.
+    let (status, v) = call(&app, "GET", "/dependency/health", "").await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(v["error"].is_string());
+}
+
+#[tokio::test]
+async fn status_reports_state_and_answers_any_asked_code() {
+    let mut cfg = Config::defaults();
+    cfg.rollout_generation = "g2".into();
+    cfg.revision = Some("rev-s".into());
+    let app = router(cfg);
+    let (status, v) = call(&app, "GET", "/status", "").await;
+    assert_eq!(status, 200);
+    for key in [
+        "zombie",
+        "deadlocked",
+        "inflight",
+        "started",
+        "ready",
+        "uptime_s",
+        "revision",
+        "replica",
+        "generation",
+    ] {
+        assert!(!v[key].is_null(), "{key} in {v}");
+    }
+    assert_eq!(v["revision"], "rev-s");
+    assert_eq!(v["generation"], "g2");
+    assert_eq!(v["inflight"], 0);
+    for code in [200u16, 201, 302, 404, 418, 500, 503, 599] {
+        let (status, _) = call(&app, "GET", &format!("/status?code={code}"), "").await;
+        assert_eq!(status.as_u16(), code);
+    }
+    let (status, _) = call(&app, "GET", "/status?code=204", "").await;
+    assert_eq!(status, 204);
+}
+
+#[tokio::test]
+async fn identity_headers_are_on_every_response() {
+    let mut cfg = Config::defaults();
+    cfg.container_app_revision = Some("r1".into());
+    cfg.container_app_replica_name = Some("p1".into());
+    cfg.rollout_generation = "7".into();
+    let app = router(cfg);
+    for (m, uri) in [
+        ("GET", "/"),
+        ("GET", "/live"),
+        ("GET", "/nope"),
+        ("POST", "/status"),
+    ] {
+        let req = Request::builder()
+            .method(m)
+            .uri(uri)
+            .body(Body::empty())
+            .unwrap();
+        let resp = app.clone().oneshot(req).await.unwrap();
+        let h = resp.headers();
+        assert_eq!(h["x-revision"], "r1", "{uri}");
+        assert_eq!(h["x-replica"], "p1", "{uri}");
+        assert_eq!(h["x-generation"], "7", "{uri}");
+    }
+}
+
+async fn timed(app: &axum::Router, uri: &str) -> (StatusCode, Duration) {
+    let t = std::time::Instant::now();
+    let (s, _) = call(app, "GET", uri, "").await;
+    (s, t.elapsed())
+}
+
+#[tokio::test]
+async fn request_delay_work_cpu_and_liveness_io_delay_take_their_time() {
+    let mut cfg = Config::defaults();
+    cfg.request_delay_ms = 200;
+    let (s, d) = timed(&router(cfg), "/").await;
+    assert_eq!(s, 200);
+    assert!(
+        d >= Duration::from_millis(200) && d < Duration::from_millis(600),
+        "{d:?}"
+    );
+
+    let mut cfg = Config::defaults();
+    cfg.work_ms = 200;
+    let (s, d) = timed(&router(cfg), "/").await;
+    assert_eq!(s, 200);
+    assert!(
+        d >= Duration::from_millis(200) && d < Duration::from_millis(800),
+        "{d:?}"
+    );
+
+    let app = router(Config::defaults());
+    let (s, d) = timed(&app, "/").await;
+    assert_eq!(s, 200);
+    assert!(d < Duration::from_millis(100), "{d:?}");
+    let (s, d) = timed(&app, "/cpu?seconds=0.2").await;
+    assert_eq!(s, 200);
+    assert!(d >= Duration::from_millis(200), "{d:?}");
+    let (s, d) = timed(&app, "/delay?seconds=0.2").await;
+    assert_eq!(s, 200);
+    assert!(d >= Duration::from_millis(200), "{d:?}");
+
+    let mut cfg = Config::defaults();
+    cfg.liveness_io_delay = Duration::from_millis(300);
+    let app = router(cfg);
+    for p in ["/live", "/livez"] {
+        let (s, d) = timed(&app, p).await;
+        assert_eq!(s, 200);
+        assert!(d >= Duration::from_millis(300), "{p}: {d:?}");
+    }
+    let (_, d) = timed(&app, "/ready").await;
+    assert!(
+        d < Duration::from_millis(100),
+        "readiness has no IO delay: {d:?}"
+    );
+}
+
+#[tokio::test]
+async fn dependency_mode_health_honours_healthy_delay_and_fail_rate() {
+    let mut cfg = Config::defaults();
+    cfg.app_mode = AppMode::Dependency;
+    cfg.dependency_fail_rate = 0.5;
+    let app = router(cfg.clone());
+    let mut codes = std::collections::BTreeMap::new();
+    for _ in 0..200 {
+        let (s, _) = call(&app, "GET", "/health", "").await;
+        *codes.entry(s.as_u16()).or_insert(0) += 1;
+    }
+    assert_eq!(
+        codes.keys().copied().collect::<Vec<_>>(),
+        vec![200, 503],
+        "{codes:?}"
+    );
+    assert!(codes[&200] > 50 && codes[&503] > 50, "{codes:?}");
+
+    cfg.dependency_fail_rate = 0.0;
+    cfg.dependency_healthy = false;
+    let app = router(cfg.clone());
+    let (s, v) = call(&app, "GET", "/health", "").await;
+    assert_eq!((s.as_u16(), v["status"].as_str()), (503, Some("unhealthy")));
+    let (s, v) = call(
+        &app,
+        "POST",
+        "/admin/dependency",
+        r#"{"healthy":true,"delay_ms":150}"#,
+    )
+    .await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        v,
+        serde_json::json!({"healthy": true, "delay_ms": 150, "fail_rate": 0.0})
+    );
+    let (_, v) = call(&app, "GET", "/admin/dependency", "").await;
+    assert_eq!(v["delay_ms"], 150);
+    let (s, d) = timed(&app, "/health").await;
+    assert_eq!(s, 200);
+    assert!(d >= Duration::from_millis(150), "{d:?}");
+    let (s, _) = call(&app, "POST", "/admin/dependency", r#"{"fail_rate":1}"#).await;
+    assert_eq!(s, 200);
+    let (s, v) = call(&app, "GET", "/health", "").await;
+    assert_eq!((s.as_u16(), v["status"].as_str()), (503, Some("failed")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_zombie_hang_ends_after_300_seconds() {
+    let app = router(Config::defaults());
+    let (s, _) = call(&app, "POST", "/simulate/zombie", "").await;
+    assert_eq!(s, 200);
+    let t = Instant::now();
+    let (s, _) = call(&app, "GET", "/live", "").await;
+    assert_eq!(s, 200);
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_secs(300) && waited < Duration::from_secs(301),
+        "{waited:?}"
+    );
+    let t = Instant::now();
+    let (s, _) = call(&app, "POST", "/simulate/deadlock", "").await;
+    assert!(t.elapsed() >= Duration::from_secs(300), "still a zombie");
+    assert_eq!(s, 200);
+}
+
+const HANG: Duration = Duration::from_millis(400);
+
+async fn hangs(port: u16, path: &str) -> bool {
+    match request(port, "GET", path, &[], "", HANG).await {
+        Err(e) => e.contains("timeout"),
+        Ok(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn zombie_hangs_every_handler_but_reset_and_status_until_reset() {
+    let s = InProcess::start(Config::defaults()).await;
+    let port = s.port();
+    assert_eq!(get(port, "/live").await.status, 200);
+    let r = post(port, "/simulate/zombie", &[], "").await;
+    assert_eq!((r.status, r.json()["zombie"].as_bool()), (200, Some(true)));
+    for path in [
+        "/", "/live", "/livez", "/ready", "/readyz", "/healthz", "/startup", "/nope",
+    ] {
+        assert!(hangs(port, path).await, "{path} hangs");
+    }
+    let pending = tokio::spawn(async move {
+        request(port, "GET", "/ready", &[], "", Duration::from_secs(10)).await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let st = get(port, "/status").await.json();
+    assert_eq!(st["zombie"], true);
+    assert_eq!(st["inflight"], 1, "the hung /ready is in flight");
+    let r = post(port, "/simulate/reset", &[], "").await;
+    assert_eq!(r.status, 200);
+    let r = tokio::time::timeout(Duration::from_secs(1), pending)
+        .await
+        .expect("the hung request proceeds on reset")
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert!(!hangs(port, "/live").await);
+    assert_eq!(get(port, "/status").await.json()["zombie"], false);
+}
+
+#[tokio::test]
+async fn deadlock_hangs_only_liveness_until_reset() {
+    let s = InProcess::start(Config::defaults()).await;
+    let port = s.port();
+    let r = post(port, "/simulate/deadlock", &[], "").await;
+    assert_eq!(
+        (r.status, r.json()["deadlocked"].as_bool()),
+        (200, Some(true))
+    );
+    assert!(hangs(port, "/live").await);
+    assert!(hangs(port, "/livez").await);
+    for path in ["/", "/ready", "/readyz", "/healthz", "/startup", "/status"] {
+        assert_eq!(get(port, path).await.status, 200, "{path} answers");
+    }
+    assert_eq!(get(port, "/status").await.json()["deadlocked"], true);
+    let pending = tokio::spawn(async move {
+        request(port, "GET", "/live", &[], "", Duration::from_secs(10)).await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    post(port, "/simulate/reset", &[], "").await;
+    let r = tokio::time::timeout(Duration::from_secs(1), pending)
+        .await
+        .expect("proceeds on reset")
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(get(port, "/livez").await.status, 200);
+}
+
+#[tokio::test]
+async fn in_process_crash_calls_the_exit_hook_and_graceful_stop_returns_zero() {
+    let mut s = InProcess::start(Config::defaults()).await;
+    let port = s.port();
+    assert_eq!(
+        post(port, "/simulate/crash?code=9", &[], "").await.status,
+        200
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while s.exits.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(*s.exits.lock().unwrap(), vec![9]);
+    s.stop();
+    let exit = tokio::time::timeout(Duration::from_secs(3), s.task)
+        .await
+        .expect("stops")
+        .unwrap()
+        .unwrap();
+    assert_eq!(exit.code, 0);
+}
+
+#[tokio::test]
+async fn simulate_token_guards_simulations_in_process() {
+    let mut cfg = Config::defaults();
+    cfg.simulate_token = Some(Secret::new("abc"));
+    let app = router(cfg);
+    let (s, v) = call(&app, "POST", "/simulate/zombie", "").await;
+    assert_eq!(s, 401);
+    assert!(v["error"].is_string());
+    let req = Request::builder()
+        .method("POST")
+        .uri("/simulate/reset")
+        .header("x-simulate-token", "abc")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(app.clone().oneshot(req).await.unwrap().status(), 200);
+}
