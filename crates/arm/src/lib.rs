@@ -13,8 +13,13 @@
 
 pub mod client;
 pub mod error;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 pub mod models;
 pub mod token;
+
+#[cfg(test)]
+mod client_tests;
 
 pub use client::{ArmClient, ClientConfig, RetryPolicy, Scope, fresh_revision_suffix};
 pub use error::ArmError;
