@@ -1,0 +1,306 @@
+//! Ingress: one HTTP reverse proxy per app on 127.0.0.1, in front of the ready replicas.
+//!
+//! Round-robin over the endpoints the controller publishes in [`Routes`]; upstream connections
+//! are pooled keep-alive connections (hyper-util's pool, as Envoy keeps them); when no replica
+//! is routable it answers Envoy's `503 no healthy upstream`, when the upstream dies before
+//! answering Envoy's `503 upstream connect error or disconnect/reset before headers. reset
+//! reason: ...`, and after 240 s Envoy's `504 upstream request timeout`.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Container Apps' (Envoy's) request timeout for HTTP ingress.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(240);
+
+pub const NO_HEALTHY_UPSTREAM: &str = "no healthy upstream";
+
+/// The endpoints traffic goes to, replaced as a whole by the controller.
+#[derive(Debug, Default)]
+pub struct Routes {
+    endpoints: RwLock<Arc<Vec<Backend>>>,
+    next: AtomicUsize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backend {
+    pub addr: SocketAddr,
+    pub revision: String,
+    pub replica: String,
+}
+
+impl Routes {
+    pub fn set(&self, mut backends: Vec<Backend>) {
+        backends.sort_by(|a, b| a.replica.cmp(&b.replica));
+        if let Ok(mut e) = self.endpoints.write()
+            && **e != backends
+        {
+            *e = Arc::new(backends);
+        }
+    }
+
+    pub fn snapshot(&self) -> Arc<Vec<Backend>> {
+        self.endpoints.read().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    fn pick(&self) -> Option<Backend> {
+        let e = self.snapshot();
+        if e.is_empty() {
+            return None;
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % e.len();
+        e.get(i).cloned()
+    }
+}
+
+type Body = BoxBody<Bytes, hyper::Error>;
+
+fn text(status: StatusCode, msg: &str) -> Response<Body> {
+    let mut r = Response::new(
+        Full::new(Bytes::from(msg.to_string()))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain"),
+    );
+    r
+}
+
+/// Finds the routes for a request's `Host` (the environment-wide ingress inside Docker).
+pub type HostResolver = Arc<dyn Fn(&str) -> Option<Arc<Routes>> + Send + Sync>;
+
+/// Which routes a listener serves: one app's, or any app's by `Host` header.
+#[derive(Clone)]
+pub enum Target {
+    App(Arc<Routes>),
+    ByHost(HostResolver),
+}
+
+/// Serves one app's proxy on `listener` until `stop` fires.
+pub async fn serve(listener: TcpListener, routes: Arc<Routes>, stop: CancellationToken) {
+    serve_target(listener, Target::App(routes), stop).await
+}
+
+/// Serves the proxy for `target` on `listener` until `stop` fires.
+pub async fn serve_target(listener: TcpListener, target: Target, stop: CancellationToken) {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    connector.set_connect_timeout(Some(Duration::from_secs(5)));
+    let client: Client<HttpConnector, Incoming> = Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(256)
+        .build(connector);
+    loop {
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "ingress accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stop.cancelled() => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let target = target.clone();
+        let client = client.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let routes = match &target {
+                    Target::App(r) => Some(r.clone()),
+                    Target::ByHost(f) => {
+                        let host = req
+                            .headers()
+                            .get(http::header::HOST)
+                            .and_then(|h| h.to_str().ok())
+                            .or_else(|| req.uri().host())
+                            .unwrap_or("");
+                        let name = host
+                            .split(':')
+                            .next()
+                            .unwrap_or("")
+                            .split('.')
+                            .next()
+                            .unwrap_or("");
+                        f(name)
+                    }
+                };
+                let client = client.clone();
+                async move {
+                    Ok::<_, Infallible>(match routes {
+                        Some(routes) => proxy(req, &routes, &client, peer).await,
+                        None => text(StatusCode::NOT_FOUND, "no app with this host name"),
+                    })
+                }
+            });
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection(TokioIo::new(stream), svc);
+            tokio::select! {
+                _ = conn => {}
+                _ = stop.cancelled() => {}
+            }
+        });
+    }
+}
+
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+async fn proxy(
+    mut req: Request<Incoming>,
+    routes: &Routes,
+    client: &Client<HttpConnector, Incoming>,
+    peer: SocketAddr,
+) -> Response<Body> {
+    let Some(backend) = routes.pick() else {
+        return text(StatusCode::SERVICE_UNAVAILABLE, NO_HEALTHY_UPSTREAM);
+    };
+    let pq = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    let uri = match format!("http://{}{}", backend.addr, pq).parse::<http::Uri>() {
+        Ok(u) => u,
+        Err(_) => return text(StatusCode::BAD_REQUEST, "bad request"),
+    };
+    *req.uri_mut() = uri;
+    *req.version_mut() = http::Version::HTTP_11;
+    let h = req.headers_mut();
+    for name in HOP_BY_HOP {
+        h.remove(*name);
+    }
+    if let Ok(v) = HeaderValue::from_str(&peer.ip().to_string()) {
+        h.append("x-forwarded-for", v);
+    }
+    h.insert("x-forwarded-proto", HeaderValue::from_static("http"));
+    match tokio::time::timeout(REQUEST_TIMEOUT, client.request(req)).await {
+        Err(_) => text(StatusCode::GATEWAY_TIMEOUT, "upstream request timeout"),
+        Ok(Err(e)) => {
+            let reason = if e.is_connect() {
+                "connection failure"
+            } else {
+                "connection termination"
+            };
+            text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "upstream connect error or disconnect/reset before headers. reset reason: {reason}"
+                ),
+            )
+        }
+        Ok(Ok(resp)) => {
+            let (mut parts, body) = resp.into_parts();
+            for name in HOP_BY_HOP {
+                parts.headers.remove(*name);
+            }
+            Response::from_parts(parts, body.boxed())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn backend(tag: &'static str) -> SocketAddr {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let a = l.local_addr().unwrap();
+        let app = axum::Router::new().route("/", axum::routing::get(move || async move { tag }));
+        tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+        a
+    }
+
+    #[tokio::test]
+    async fn round_robin_and_no_healthy_upstream() {
+        let routes = Arc::new(Routes::default());
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = CancellationToken::new();
+        tokio::spawn(serve(l, routes.clone(), stop.clone()));
+        let get = || async move {
+            let s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(s))
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            let r = tx
+                .send_request(
+                    Request::get("/")
+                        .header("host", "x")
+                        .body(http_body_util::Empty::<Bytes>::new())
+                        .unwrap(),
+                )
+                .await
+                .unwrap();
+            let st = r.status();
+            let b = r.into_body().collect().await.unwrap().to_bytes();
+            (st, String::from_utf8_lossy(&b).to_string())
+        };
+        assert_eq!(
+            get().await,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                NO_HEALTHY_UPSTREAM.to_string()
+            )
+        );
+        let a = backend("a").await;
+        let b = backend("b").await;
+        routes.set(vec![
+            Backend {
+                addr: a,
+                revision: "r".into(),
+                replica: "1".into(),
+            },
+            Backend {
+                addr: b,
+                revision: "r".into(),
+                replica: "2".into(),
+            },
+        ]);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..4 {
+            let (st, body) = get().await;
+            assert_eq!(st, StatusCode::OK);
+            seen.insert(body);
+        }
+        assert_eq!(seen.len(), 2);
+        // A dead upstream: Envoy's connect-failure body.
+        let dead = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        routes.set(vec![Backend {
+            addr: dead,
+            revision: "r".into(),
+            replica: "3".into(),
+        }]);
+        let (st, body) = get().await;
+        assert_eq!(st, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(body.starts_with("upstream connect error or disconnect/reset before headers. reset reason: connection failure"), "{body}");
+        stop.cancel();
+    }
+}

@@ -1,0 +1,805 @@
+//! Container Apps jobs: Manual and Schedule (cron) triggers, executions with status,
+//! `replicaTimeout`, `replicaRetryLimit`, parallelism 1, and the start-time template override.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::StatusCode;
+use labkit::Timestamp;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{ApiState, parse_body, valid_name, with_lro};
+use crate::cron::Cron;
+use crate::error::ArmError;
+use crate::logsink::{Level, Owner};
+use crate::model::{TemplateSpec, merge_patch, parse_template};
+use crate::plane::{Plane, key, random_suffix};
+use crate::replica::stop_with_grace;
+use crate::runtime::{LABEL_MANAGED, LaunchSpec, wait_exit};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Trigger {
+    Manual,
+    Schedule(Cron),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobConfig {
+    pub trigger: Trigger,
+    pub replica_timeout: Duration,
+    pub retry_limit: u32,
+}
+
+pub struct Job {
+    pub sub: String,
+    pub rg: String,
+    pub name: String,
+    pub location: String,
+    pub tags: Value,
+    pub properties: Value,
+    pub config: JobConfig,
+    pub executions: Vec<Execution>,
+    pub scheduler_stop: CancellationToken,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecStatus {
+    Running,
+    Processing,
+    Stopped,
+    Failed,
+    Succeeded,
+}
+
+impl ExecStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            ExecStatus::Running => "Running",
+            ExecStatus::Processing => "Processing",
+            ExecStatus::Stopped => "Stopped",
+            ExecStatus::Failed => "Failed",
+            ExecStatus::Succeeded => "Succeeded",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ExecState {
+    pub status: ExecStatus,
+    pub end: Option<Timestamp>,
+}
+
+pub struct Execution {
+    pub name: String,
+    pub start: Timestamp,
+    pub template: Value,
+    pub state: Arc<Mutex<ExecState>>,
+    pub cancel: CancellationToken,
+}
+
+impl Job {
+    fn id(&self) -> String {
+        format!(
+            "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.App/jobs/{}",
+            self.sub, self.rg, self.name
+        )
+    }
+
+    fn to_json(&self) -> Value {
+        let mut props = self.properties.clone();
+        if let Some(p) = props.as_object_mut() {
+            p.insert("provisioningState".into(), json!("Succeeded"));
+            p.insert("runningState".into(), json!("Ready"));
+            p.insert("outboundIpAddresses".into(), json!(["127.0.0.1"]));
+            p.insert(
+                "eventStreamEndpoint".into(),
+                json!(format!("{}/eventstream", self.id())),
+            );
+        }
+        json!({
+            "id": self.id(),
+            "name": self.name,
+            "type": "Microsoft.App/jobs",
+            "location": self.location,
+            "tags": self.tags,
+            "properties": props,
+        })
+    }
+
+    fn execution_json(&self, e: &Execution) -> Value {
+        let (status, end) = e
+            .state
+            .lock()
+            .map(|s| (s.status, s.end))
+            .unwrap_or((ExecStatus::Running, None));
+        let mut props = json!({
+            "status": status.as_str(),
+            "startTime": e.start.to_rfc3339_s(),
+            "template": e.template,
+        });
+        if let Some(end) = end {
+            props["endTime"] = json!(end.to_rfc3339_s());
+        }
+        json!({
+            "id": format!("{}/executions/{}", self.id(), e.name),
+            "name": e.name,
+            "type": "Microsoft.App/jobs/executions",
+            "properties": props,
+        })
+    }
+}
+
+fn parse_config(props: &Value) -> Result<JobConfig, ArmError> {
+    let cfg = props
+        .get("configuration")
+        .filter(|c| c.is_object())
+        .ok_or_else(|| {
+            ArmError::bad_request(
+                "InvalidRequestContent",
+                "'properties.configuration' is required",
+            )
+        })?;
+    let replica_timeout = cfg
+        .get("replicaTimeout")
+        .and_then(Value::as_u64)
+        .filter(|t| *t > 0)
+        .ok_or_else(|| {
+            ArmError::bad_request(
+                "InvalidRequestContent",
+                "'configuration.replicaTimeout' must be a positive integer (seconds)",
+            )
+        })?;
+    let retry_limit = cfg
+        .get("replicaRetryLimit")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let trigger = match cfg.get("triggerType").and_then(Value::as_str) {
+        Some(t) if t.eq_ignore_ascii_case("Manual") => Trigger::Manual,
+        Some(t) if t.eq_ignore_ascii_case("Schedule") => {
+            let expr = cfg
+                .get("scheduleTriggerConfig")
+                .and_then(|s| s.get("cronExpression"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    ArmError::bad_request(
+                        "InvalidRequestContent",
+                        "'scheduleTriggerConfig.cronExpression' is required for triggerType Schedule",
+                    )
+                })?;
+            Trigger::Schedule(Cron::parse(expr).map_err(|e| {
+                ArmError::bad_request(
+                    "JobInvalidCronExpression",
+                    format!("cronExpression '{expr}': {e}"),
+                )
+            })?)
+        }
+        Some(t) if t.eq_ignore_ascii_case("Event") => {
+            return Err(ArmError::bad_request(
+                "InvalidRequestContent",
+                "localplane supports triggerType Manual and Schedule, not Event",
+            ));
+        }
+        other => {
+            return Err(ArmError::bad_request(
+                "InvalidRequestContent",
+                format!(
+                    "'configuration.triggerType' must be Manual, Schedule or Event, got {other:?}"
+                ),
+            ));
+        }
+    };
+    Ok(JobConfig {
+        trigger,
+        replica_timeout: Duration::from_secs(replica_timeout),
+        retry_limit: u32::try_from(retry_limit).unwrap_or(u32::MAX),
+    })
+}
+
+fn job_not_found(name: &str, rg: &str) -> ArmError {
+    ArmError::not_found("Microsoft.App/jobs", name, rg)
+}
+
+pub async fn put_job(
+    State(s): State<ApiState>,
+    Path((sub, rg, name)): Path<(String, String, String)>,
+    body: Bytes,
+) -> Result<Response, ArmError> {
+    let body = parse_body(&body)?;
+    upsert_job(&s, &sub, &rg, &name, body, false)
+}
+
+pub async fn patch_job(
+    State(s): State<ApiState>,
+    Path((sub, rg, name)): Path<(String, String, String)>,
+    body: Bytes,
+) -> Result<Response, ArmError> {
+    let patch = parse_body(&body)?;
+    let mut current = {
+        let st = s.plane.lock();
+        let j = st
+            .jobs
+            .get(&key(&name))
+            .ok_or_else(|| job_not_found(&name, &rg))?;
+        json!({"location": j.location, "tags": j.tags, "properties": j.properties})
+    };
+    merge_patch(&mut current, &patch);
+    upsert_job(&s, &sub, &rg, &name, current, true)
+}
+
+fn upsert_job(
+    s: &ApiState,
+    sub: &str,
+    rg: &str,
+    name: &str,
+    body: Value,
+    is_patch: bool,
+) -> Result<Response, ArmError> {
+    if !valid_name(name) {
+        return Err(ArmError::bad_request(
+            "JobInvalidName",
+            format!("Invalid job name '{name}'."),
+        ));
+    }
+    let props = body
+        .get("properties")
+        .filter(|p| p.is_object())
+        .cloned()
+        .ok_or_else(|| {
+            ArmError::bad_request("InvalidRequestContent", "'properties' is required")
+        })?;
+    let template = props.get("template").ok_or_else(|| {
+        ArmError::bad_request("InvalidRequestContent", "'properties.template' is required")
+    })?;
+    parse_template(template, props.get("configuration"))?;
+    let config = parse_config(&props)?;
+    let location = body
+        .get("location")
+        .and_then(Value::as_str)
+        .unwrap_or("local")
+        .to_string();
+    let tags = body
+        .get("tags")
+        .cloned()
+        .filter(|t| t.is_object())
+        .unwrap_or(json!({}));
+    let plane = s.plane.clone();
+    let mut st = plane.lock();
+    let k = key(name);
+    let creating = !st.jobs.contains_key(&k);
+    if creating {
+        st.jobs.insert(
+            k.clone(),
+            Job {
+                sub: sub.to_string(),
+                rg: rg.to_string(),
+                name: name.to_string(),
+                location: location.clone(),
+                tags: tags.clone(),
+                properties: props.clone(),
+                config: config.clone(),
+                executions: Vec::new(),
+                scheduler_stop: CancellationToken::new(),
+            },
+        );
+    }
+    let Some(job) = st.jobs.get_mut(&k) else {
+        return Err(job_not_found(name, rg));
+    };
+    let trigger_changed = creating || job.config.trigger != config.trigger;
+    job.location = location.clone();
+    job.tags = tags;
+    job.properties = props;
+    job.config = config.clone();
+    if trigger_changed {
+        job.scheduler_stop.cancel();
+        job.scheduler_stop = CancellationToken::new();
+        if let Trigger::Schedule(cron) = &config.trigger {
+            spawn_scheduler(
+                &plane,
+                name.to_string(),
+                cron.clone(),
+                job.scheduler_stop.clone(),
+            );
+        }
+    }
+    let out = job.to_json();
+    let op = plane.new_op(&mut st, sub, &location, true);
+    drop(st);
+    plane.persist();
+    let code = if is_patch {
+        StatusCode::ACCEPTED
+    } else if creating {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(with_lro(
+        (code, axum::Json(out)).into_response(),
+        &plane,
+        &op,
+        is_patch,
+    ))
+}
+
+pub async fn get_job(
+    State(s): State<ApiState>,
+    Path((_sub, rg, name)): Path<(String, String, String)>,
+) -> Result<Response, ArmError> {
+    let st = s.plane.lock();
+    let j = st
+        .jobs
+        .get(&key(&name))
+        .ok_or_else(|| job_not_found(&name, &rg))?;
+    Ok(axum::Json(j.to_json()).into_response())
+}
+
+pub async fn delete_job(
+    State(s): State<ApiState>,
+    Path((sub, _rg, name)): Path<(String, String, String)>,
+) -> Result<Response, ArmError> {
+    let plane = s.plane.clone();
+    let mut st = plane.lock();
+    let Some(job) = st.jobs.remove(&key(&name)) else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    job.scheduler_stop.cancel();
+    for e in &job.executions {
+        e.cancel.cancel();
+    }
+    let op = plane.new_op(&mut st, &sub, &job.location, true);
+    drop(st);
+    plane.persist();
+    Ok(with_lro(
+        StatusCode::ACCEPTED.into_response(),
+        &plane,
+        &op,
+        true,
+    ))
+}
+
+/// Applies a `JobExecutionTemplate` override: containers are matched by name and merged
+/// (JSON merge-patch), unmatched ones are added; `initContainers` replace the job's.
+fn apply_override(template: &Value, over: &Value) -> Value {
+    let mut t = template.clone();
+    if let Some(list) = over.get("containers").and_then(Value::as_array) {
+        let mut base: Vec<Value> = t
+            .get("containers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for c in list {
+            let n = c.get("name").and_then(Value::as_str);
+            match base
+                .iter_mut()
+                .find(|b| b.get("name").and_then(Value::as_str) == n && n.is_some())
+            {
+                Some(b) => {
+                    // env lists merge by variable name so one override keeps the rest.
+                    let mut c2 = c.clone();
+                    if let (Some(over_env), Some(base_env)) = (
+                        c.get("env").and_then(Value::as_array),
+                        b.get("env").and_then(Value::as_array),
+                    ) {
+                        let mut merged: Vec<Value> = base_env.clone();
+                        for e in over_env {
+                            let en = e.get("name");
+                            merged.retain(|x| x.get("name") != en);
+                            merged.push(e.clone());
+                        }
+                        c2["env"] = Value::Array(merged);
+                    }
+                    merge_patch(b, &c2);
+                }
+                None => base.push(c.clone()),
+            }
+        }
+        t["containers"] = Value::Array(base);
+    }
+    if let Some(ic) = over.get("initContainers") {
+        t["initContainers"] = ic.clone();
+    }
+    t
+}
+
+pub async fn start_job(
+    State(s): State<ApiState>,
+    Path((sub, rg, name)): Path<(String, String, String)>,
+    body: Bytes,
+) -> Result<Response, ArmError> {
+    let over = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        Some(parse_body(&body)?)
+    };
+    let plane = s.plane.clone();
+    let (exec_name, exec_id, location) = {
+        let st = plane.lock();
+        let j = st
+            .jobs
+            .get(&key(&name))
+            .ok_or_else(|| job_not_found(&name, &rg))?;
+        let template = j.properties.get("template").cloned().unwrap_or(json!({}));
+        let template = match &over {
+            Some(o) => apply_override(&template, o),
+            None => template,
+        };
+        parse_template(&template, j.properties.get("configuration"))?;
+        drop(st);
+        let exec = start_execution(&plane, &name, template)?;
+        let st = plane.lock();
+        let j = st
+            .jobs
+            .get(&key(&name))
+            .ok_or_else(|| job_not_found(&name, &rg))?;
+        (
+            exec.clone(),
+            format!("{}/executions/{exec}", j.id()),
+            j.location.clone(),
+        )
+    };
+    let op = {
+        let mut st = plane.lock();
+        plane.new_op(&mut st, &sub, &location, true)
+    };
+    let resp = (
+        StatusCode::ACCEPTED,
+        axum::Json(json!({"name": exec_name, "id": exec_id})),
+    )
+        .into_response();
+    Ok(with_lro(resp, &plane, &op, true))
+}
+
+pub async fn list_executions(
+    State(s): State<ApiState>,
+    Path((_sub, rg, name)): Path<(String, String, String)>,
+) -> Result<Response, ArmError> {
+    let st = s.plane.lock();
+    let j = st
+        .jobs
+        .get(&key(&name))
+        .ok_or_else(|| job_not_found(&name, &rg))?;
+    let value: Vec<Value> = j
+        .executions
+        .iter()
+        .rev()
+        .map(|e| j.execution_json(e))
+        .collect();
+    Ok(axum::Json(json!({ "value": value })).into_response())
+}
+
+fn exec_not_found(e: &str) -> ArmError {
+    ArmError::new(
+        StatusCode::NOT_FOUND,
+        "JobExecutionNotFound",
+        format!("Job execution '{e}' was not found."),
+    )
+}
+
+pub async fn get_execution(
+    State(s): State<ApiState>,
+    Path((_sub, rg, name, exec)): Path<(String, String, String, String)>,
+) -> Result<Response, ArmError> {
+    let st = s.plane.lock();
+    let j = st
+        .jobs
+        .get(&key(&name))
+        .ok_or_else(|| job_not_found(&name, &rg))?;
+    let e = j
+        .executions
+        .iter()
+        .find(|e| e.name == exec)
+        .ok_or_else(|| exec_not_found(&exec))?;
+    Ok(axum::Json(j.execution_json(e)).into_response())
+}
+
+pub async fn stop_execution(
+    State(s): State<ApiState>,
+    Path((_sub, rg, name, exec)): Path<(String, String, String, String)>,
+) -> Result<Response, ArmError> {
+    let st = s.plane.lock();
+    let j = st
+        .jobs
+        .get(&key(&name))
+        .ok_or_else(|| job_not_found(&name, &rg))?;
+    let e = j
+        .executions
+        .iter()
+        .find(|e| e.name == exec)
+        .ok_or_else(|| exec_not_found(&exec))?;
+    e.cancel.cancel();
+    Ok(StatusCode::OK.into_response())
+}
+
+fn spawn_scheduler(plane: &Arc<Plane>, job: String, cron: Cron, stop: CancellationToken) {
+    let plane = plane.clone();
+    let shutdown = plane.ctx.shutdown.clone();
+    plane.ctx.tracker.clone().spawn(async move {
+        loop {
+            let now = chrono::Utc::now();
+            let Some(next) = cron.next_after(now) else { return };
+            let wait = (next - now).to_std().unwrap_or(Duration::ZERO);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.cancelled() => return,
+                _ = shutdown.cancelled() => return,
+            }
+            let template = {
+                let st = plane.lock();
+                match st.jobs.get(&key(&job)) {
+                    Some(j) => j.properties.get("template").cloned().unwrap_or(json!({})),
+                    None => return,
+                }
+            };
+            if let Err(e) = start_execution(&plane, &job, template) {
+                tracing::warn!(job = %job, error = %e.message, "scheduled execution failed to start");
+            }
+        }
+    });
+}
+
+/// Registers an execution and starts its runner; returns the execution name.
+pub fn start_execution(
+    plane: &Arc<Plane>,
+    job_name: &str,
+    template: Value,
+) -> Result<String, ArmError> {
+    let mut st = plane.lock();
+    let job = st
+        .jobs
+        .get_mut(&key(job_name))
+        .ok_or_else(|| job_not_found(job_name, ""))?;
+    let spec = parse_template(&template, job.properties.get("configuration"))?;
+    let exec_name = format!("{}-{}", job.name, random_suffix(7));
+    let state = Arc::new(Mutex::new(ExecState {
+        status: ExecStatus::Running,
+        end: None,
+    }));
+    let cancel = CancellationToken::new();
+    job.executions.push(Execution {
+        name: exec_name.clone(),
+        start: Timestamp::now(),
+        template,
+        state: state.clone(),
+        cancel: cancel.clone(),
+    });
+    // Keep the history bounded (Azure keeps the most recent executions).
+    if job.executions.len() > 100 {
+        job.executions.remove(0);
+    }
+    let cfg = job.config.clone();
+    let name = job.name.clone();
+    drop(st);
+    let plane2 = plane.clone();
+    let exec2 = exec_name.clone();
+    plane.ctx.tracker.spawn(async move {
+        let status = run_execution(&plane2, &name, &exec2, &spec, &cfg, &cancel).await;
+        if let Ok(mut s) = state.lock() {
+            s.status = status;
+            s.end = Some(Timestamp::now());
+        }
+    });
+    Ok(exec_name)
+}
+
+async fn run_execution(
+    plane: &Arc<Plane>,
+    job: &str,
+    exec: &str,
+    spec: &TemplateSpec,
+    cfg: &JobConfig,
+    cancel: &CancellationToken,
+) -> ExecStatus {
+    let ctx = &plane.ctx;
+    let owner = Owner::Job {
+        job: job.to_string(),
+        execution: exec.to_string(),
+    };
+    let arm = ctx.runtime.arm_endpoint_for_containers(&ctx.base_url);
+    let mut attempt = 0u32;
+    loop {
+        let replica = format!("{exec}-{}", random_suffix(5));
+        let deadline = tokio::time::Instant::now() + cfg.replica_timeout;
+        let mut running = Vec::new();
+        let mut failed_launch = false;
+        for (idx, c) in spec.containers.iter().enumerate() {
+            let mut env = c.env.clone();
+            let mut set_default = |k: &str, v: &str| {
+                if !env.iter().any(|(n, _)| n == k) {
+                    env.push((k.to_string(), v.to_string()));
+                }
+            };
+            set_default("ARM_ENDPOINT", &arm);
+            set_default("ARM_TOKEN_SOURCE", "none");
+            env.retain(|(n, _)| {
+                !matches!(
+                    n.as_str(),
+                    "CONTAINER_APP_JOB_NAME"
+                        | "CONTAINER_APP_JOB_EXECUTION_NAME"
+                        | "CONTAINER_APP_REPLICA_NAME"
+                )
+            });
+            env.push(("CONTAINER_APP_JOB_NAME".into(), job.to_string()));
+            env.push(("CONTAINER_APP_JOB_EXECUTION_NAME".into(), exec.to_string()));
+            env.push(("CONTAINER_APP_REPLICA_NAME".into(), replica.clone()));
+            let mut labels = BTreeMap::new();
+            labels.insert(LABEL_MANAGED.to_string(), "true".to_string());
+            labels.insert("probelab.job".into(), job.to_string());
+            labels.insert("probelab.execution".into(), exec.to_string());
+            labels.insert("probelab.replica".into(), replica.clone());
+            let launch = LaunchSpec {
+                owner: owner.clone(),
+                replica: replica.clone(),
+                container: c.name.clone(),
+                image: c.image.clone(),
+                command: c.command.clone(),
+                args: c.args.clone(),
+                env,
+                labels,
+                primary: idx == 0,
+                peers: plane.peers(),
+            };
+            let sys = |reason: &str, level: Level, msg: String| {
+                ctx.sink.system(&owner, &replica, reason, level, msg)
+            };
+            sys(
+                "PullingImage",
+                Level::Normal,
+                format!("Pulling image '{}'", c.image),
+            );
+            sys(
+                "PulledImage",
+                Level::Normal,
+                format!("Successfully pulled image '{}' in 0.0s", c.image),
+            );
+            match ctx.runtime.launch(&launch, &ctx.sink).await {
+                Ok(l) => {
+                    sys(
+                        "ContainerCreated",
+                        Level::Normal,
+                        format!("Created container '{}'", c.name),
+                    );
+                    sys(
+                        "ContainerStarted",
+                        Level::Normal,
+                        format!("Started container '{}'", c.name),
+                    );
+                    running.push((c.name.clone(), l));
+                }
+                Err(e) => {
+                    sys(
+                        "ContainerCreateFailure",
+                        Level::Warning,
+                        format!("Failed to create container '{}': {e}", c.name),
+                    );
+                    failed_launch = true;
+                }
+            }
+        }
+        let mut all_ok = !failed_launch;
+        let mut stopped = false;
+        let mut timed_out = false;
+        for (cname, l) in &mut running {
+            let mut exit = l.exit.clone();
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let code = tokio::select! {
+                c = wait_exit(&mut exit, remaining) => c,
+                _ = cancel.cancelled() => { stopped = true; None }
+                _ = ctx.shutdown.cancelled() => { stopped = true; None }
+            };
+            let code = match code {
+                Some(c) => c,
+                None => {
+                    if !stopped {
+                        timed_out = true;
+                        ctx.sink.system(
+                            &owner,
+                            &replica,
+                            "ReplicaTimeout",
+                            Level::Warning,
+                            format!(
+                                "Replica '{replica}' exceeded replicaTimeout of {} seconds",
+                                cfg.replica_timeout.as_secs()
+                            ),
+                        );
+                    }
+                    stop_with_grace(&ctx.runtime, &l.id, &mut exit, spec.grace).await
+                }
+            };
+            ctx.runtime.remove(&l.id).await;
+            ctx.sink.system(
+                &owner,
+                &replica,
+                "ContainerTerminated",
+                if code == 0 {
+                    Level::Normal
+                } else {
+                    Level::Warning
+                },
+                format!("Container '{cname}' was terminated with exit code '{code}'"),
+            );
+            if code != 0 || timed_out {
+                all_ok = false;
+            }
+        }
+        if stopped {
+            return ExecStatus::Stopped;
+        }
+        if all_ok {
+            return ExecStatus::Succeeded;
+        }
+        attempt += 1;
+        if attempt > cfg.retry_limit {
+            return ExecStatus::Failed;
+        }
+    }
+}
+
+/// Re-creates a job from the state file (see [`crate::persist`]).
+pub fn restore_job(plane: &Arc<Plane>, j: &Value) {
+    let props = j.get("properties").cloned().unwrap_or(json!({}));
+    let Ok(config) = parse_config(&props) else {
+        tracing::warn!("skipping unparsable job in state file");
+        return;
+    };
+    let name = j
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let stop = CancellationToken::new();
+    if let Trigger::Schedule(cron) = &config.trigger {
+        spawn_scheduler(plane, name.clone(), cron.clone(), stop.clone());
+    }
+    let get = |k: &str| j.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut st = plane.lock();
+    st.jobs.insert(
+        key(&name),
+        Job {
+            sub: get("sub"),
+            rg: get("rg"),
+            name,
+            location: get("location"),
+            tags: j.get("tags").cloned().unwrap_or(json!({})),
+            properties: props,
+            config,
+            executions: Vec::new(),
+            scheduler_stop: stop,
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn override_merges_env_by_name() {
+        let t = json!({"containers":[{"name":"a","image":"probelab/subject:dev","env":[{"name":"X","value":"1"},{"name":"Y","value":"2"}]}]});
+        let o = json!({"containers":[{"name":"a","env":[{"name":"Y","value":"3"}]}]});
+        let r = apply_override(&t, &o);
+        assert_eq!(r["containers"][0]["image"], "probelab/subject:dev");
+        assert_eq!(
+            r["containers"][0]["env"],
+            json!([{"name":"X","value":"1"},{"name":"Y","value":"3"}])
+        );
+    }
+
+    #[test]
+    fn config_validation() {
+        assert!(
+            parse_config(&json!({"configuration":{"triggerType":"Manual","replicaTimeout":60}}))
+                .is_ok()
+        );
+        assert!(parse_config(&json!({"configuration":{"triggerType":"Schedule","replicaTimeout":60,"scheduleTriggerConfig":{"cronExpression":"*/5 * * * *"}}})).is_ok());
+        assert!(
+            parse_config(&json!({"configuration":{"triggerType":"Schedule","replicaTimeout":60}}))
+                .is_err()
+        );
+        assert!(parse_config(&json!({"configuration":{"triggerType":"Manual"}})).is_err());
+    }
+}

@@ -1,0 +1,771 @@
+//! The plane: every resource's state, the per-app controllers (replica counts, traffic switch,
+//! deactivation, routing), long-running operations, and persistence to the state dir.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use labkit::Timestamp;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::ingress::{Backend, Routes};
+use crate::jobs::Job;
+use crate::logsink::{Level, Owner, Sink};
+use crate::model::{IngressSpec, Knobs, ReadyPolicy, TemplateSpec};
+use crate::replica::{Replica, SupCtx, supervise};
+use crate::runtime::{LABEL_MANAGED, LaunchSpec, Runtime};
+
+/// Operations that never see their revision become ready fail after this long.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(600);
+
+pub struct Ctx {
+    pub runtime: Runtime,
+    pub sink: Sink,
+    pub shutdown: CancellationToken,
+    pub tracker: TaskTracker,
+    pub base_url: String,
+    pub state_dir: PathBuf,
+}
+
+pub struct Plane {
+    state: Mutex<State>,
+    peer_names: Mutex<Vec<String>>,
+    pub ctx: Ctx,
+}
+
+#[derive(Default)]
+pub struct State {
+    pub envs: BTreeMap<String, EnvRes>,
+    pub apps: BTreeMap<String, App>,
+    pub jobs: BTreeMap<String, Job>,
+    pub ops: HashMap<String, Op>,
+}
+
+pub struct EnvRes {
+    pub sub: String,
+    pub rg: String,
+    pub name: String,
+    pub location: String,
+    pub tags: Value,
+    pub properties: Value,
+}
+
+pub struct App {
+    pub sub: String,
+    pub rg: String,
+    pub name: String,
+    pub location: String,
+    pub tags: Value,
+    /// `properties` as the client sent them (configuration, template, environment id, ...).
+    pub properties: Value,
+    pub knobs: Knobs,
+    pub ingress: Option<IngressSpec>,
+    pub ingress_port: Option<u16>,
+    pub ingress_stop: CancellationToken,
+    pub routes: Arc<Routes>,
+    pub revisions: Vec<Revision>,
+    pub traffic_rev: Option<String>,
+    pub notify: Arc<Notify>,
+    pub pending_ops: Vec<String>,
+    pub controller_stop: CancellationToken,
+}
+
+pub struct Revision {
+    pub name: String,
+    pub created: Timestamp,
+    pub template: Value,
+    pub spec: TemplateSpec,
+    pub active: bool,
+    pub traffic: u32,
+    pub provisioned: bool,
+    pub replicas: Vec<Arc<Replica>>,
+    pub last_active: Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpStatus {
+    InProgress,
+    Succeeded,
+    Failed,
+}
+
+#[derive(Debug, Clone)]
+pub struct Op {
+    pub id: String,
+    pub sub: String,
+    pub location: String,
+    pub status: OpStatus,
+    pub start: Timestamp,
+    pub end: Option<Timestamp>,
+    pub error: Option<(String, String)>,
+    pub deadline: tokio::time::Instant,
+}
+
+impl App {
+    pub fn id(&self) -> String {
+        format!(
+            "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.App/containerApps/{}",
+            self.sub, self.rg, self.name
+        )
+    }
+
+    pub fn fqdn(&self) -> Option<String> {
+        self.ingress_port.map(|p| format!("127.0.0.1:{p}"))
+    }
+
+    pub fn revision(&self, name: &str) -> Option<&Revision> {
+        self.revisions
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn revision_mut(&mut self, name: &str) -> Option<&mut Revision> {
+        self.revisions
+            .iter_mut()
+            .find(|r| r.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn latest(&self) -> Option<&Revision> {
+        self.revisions.last()
+    }
+
+    pub fn to_json(&self, provisioning: &str) -> Value {
+        let mut props = self.properties.clone();
+        if !props.is_object() {
+            props = json!({});
+        }
+        let latest = self.latest().map(|r| r.name.clone());
+        let latest_ready = self
+            .revisions
+            .iter()
+            .rev()
+            .find(|r| r.provisioned)
+            .map(|r| r.name.clone());
+        let env_id = props
+            .get("environmentId")
+            .or_else(|| props.get("managedEnvironmentId"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if let Some(p) = props.as_object_mut() {
+            p.insert("provisioningState".into(), json!(provisioning));
+            p.insert("runningStatus".into(), json!("Running"));
+            p.insert("managedEnvironmentId".into(), env_id.clone());
+            p.insert("environmentId".into(), env_id);
+            p.insert("latestRevisionName".into(), json!(latest));
+            p.insert("latestReadyRevisionName".into(), json!(latest_ready));
+            p.insert(
+                "latestRevisionFqdn".into(),
+                json!(self.fqdn().unwrap_or_default()),
+            );
+            p.insert("outboundIpAddresses".into(), json!(["127.0.0.1"]));
+            p.insert(
+                "eventStreamEndpoint".into(),
+                json!(format!("{}/eventstream", self.id())),
+            );
+            if let Some(t) = self.latest().map(|r| r.template.clone()) {
+                p.insert("template".into(), t);
+            }
+            let cfg = p.entry("configuration").or_insert(json!({}));
+            if let Some(c) = cfg.as_object_mut() {
+                c.entry("activeRevisionsMode").or_insert(json!("Single"));
+                if let Some(ing) = c.get_mut("ingress").and_then(Value::as_object_mut) {
+                    ing.insert("fqdn".into(), json!(self.fqdn().unwrap_or_default()));
+                    ing.entry("transport").or_insert(json!("Auto"));
+                    ing.entry("allowInsecure").or_insert(json!(false));
+                    let traffic: Vec<Value> = self
+                        .revisions
+                        .iter()
+                        .filter(|r| r.traffic > 0)
+                        .map(|r| json!({"revisionName": r.name, "weight": r.traffic, "latestRevision": Some(&r.name) == latest.as_ref()}))
+                        .collect();
+                    ing.insert(
+                        "traffic".into(),
+                        if traffic.is_empty() {
+                            json!([{"weight": 100, "latestRevision": true}])
+                        } else {
+                            json!(traffic)
+                        },
+                    );
+                }
+            }
+        }
+        json!({
+            "id": self.id(),
+            "name": self.name,
+            "type": "Microsoft.App/containerApps",
+            "location": self.location,
+            "tags": self.tags,
+            "properties": props,
+        })
+    }
+
+    pub fn revision_json(&self, r: &Revision) -> Value {
+        let live: Vec<&Arc<Replica>> = r.replicas.iter().filter(|x| !x.is_done()).collect();
+        let any_ready = live
+            .iter()
+            .any(|x| x.ready() && !x.retiring.load(Ordering::SeqCst));
+        let (provisioning, running, health) = if !r.active {
+            if live.is_empty() {
+                ("Deprovisioned", "Stopped", "None")
+            } else {
+                ("Deprovisioning", "Stopped", "None")
+            }
+        } else if !r.provisioned {
+            ("Provisioning", "Processing", "None")
+        } else if any_ready {
+            ("Provisioned", "Running", "Healthy")
+        } else {
+            ("Provisioned", "Degraded", "Unhealthy")
+        };
+        json!({
+            "id": format!("{}/revisions/{}", self.id(), r.name),
+            "name": r.name,
+            "type": "Microsoft.App/containerApps/revisions",
+            "properties": {
+                "createdTime": r.created.to_rfc3339_s(),
+                "lastActiveTime": r.last_active.to_rfc3339_s(),
+                "fqdn": self.fqdn().unwrap_or_default(),
+                "template": r.template,
+                "active": r.active,
+                "replicas": live.len(),
+                "trafficWeight": r.traffic,
+                "provisioningError": Value::Null,
+                "healthState": health,
+                "provisioningState": provisioning,
+                "runningState": running,
+            }
+        })
+    }
+
+    pub fn replica_json(&self, r: &Revision, rep: &Replica) -> Value {
+        let containers: Vec<Value> = rep
+            .statuses()
+            .iter()
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "containerId": c.container_id,
+                    "ready": c.ready,
+                    "started": c.started,
+                    "restartCount": c.restart_count,
+                    "runningState": c.running_state,
+                    "runningStateDetails": c.details,
+                    "logStreamEndpoint": "",
+                    "execEndpoint": "",
+                })
+            })
+            .collect();
+        json!({
+            "id": format!("{}/revisions/{}/replicas/{}", self.id(), r.name, rep.name),
+            "name": rep.name,
+            "type": "Microsoft.App/containerApps/revisions/replicas",
+            "properties": {
+                "createdTime": rep.created.to_rfc3339_s(),
+                "runningState": rep.running_state(),
+                "runningStateDetails": "",
+                "containers": containers,
+                "initContainers": [],
+            }
+        })
+    }
+}
+
+/// `<len>` random lowercase letters and digits.
+pub fn random_suffix(len: usize) -> String {
+    use rand::Rng;
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..len)
+        .map(|_| char::from(CHARS[rng.random_range(0..CHARS.len())]))
+        .collect()
+}
+
+/// Lower-case key for a resource name (ARM names are case-insensitive).
+pub fn key(name: &str) -> String {
+    name.to_ascii_lowercase()
+}
+
+impl Plane {
+    pub fn new(ctx: Ctx) -> Arc<Plane> {
+        Arc::new(Plane {
+            state: Mutex::new(State::default()),
+            peer_names: Mutex::new(Vec::new()),
+            ctx,
+        })
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        match self.state.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    pub fn sup_ctx(&self, notify: Arc<Notify>) -> SupCtx {
+        SupCtx {
+            runtime: self.ctx.runtime.clone(),
+            sink: self.ctx.sink.clone(),
+            notify,
+            shutdown: self.ctx.shutdown.clone(),
+        }
+    }
+
+    /// Creates a long-running operation and returns its id.
+    pub fn new_op(&self, st: &mut State, sub: &str, location: &str, done: bool) -> String {
+        let id = format!(
+            "{}-{}-{}-{}",
+            random_suffix(8),
+            random_suffix(4),
+            random_suffix(4),
+            random_suffix(12)
+        );
+        let now = Timestamp::now();
+        st.ops.insert(
+            id.clone(),
+            Op {
+                id: id.clone(),
+                sub: sub.to_string(),
+                location: location.to_ascii_lowercase().replace(' ', ""),
+                status: if done {
+                    OpStatus::Succeeded
+                } else {
+                    OpStatus::InProgress
+                },
+                start: now,
+                end: if done { Some(now) } else { None },
+                error: None,
+                deadline: tokio::time::Instant::now() + OPERATION_TIMEOUT,
+            },
+        );
+        id
+    }
+
+    pub fn op_urls(&self, op: &Op) -> (String, String) {
+        let base = format!(
+            "{}/subscriptions/{}/providers/Microsoft.App/locations/{}",
+            self.ctx.base_url, op.sub, op.location
+        );
+        (
+            format!(
+                "{base}/containerappOperationStatuses/{}?api-version={}",
+                op.id,
+                crate::api::API_VERSION
+            ),
+            format!(
+                "{base}/containerappOperationResults/{}?api-version={}",
+                op.id,
+                crate::api::API_VERSION
+            ),
+        )
+    }
+
+    pub fn finish_op(st: &mut State, id: &str, status: OpStatus, error: Option<(String, String)>) {
+        if let Some(op) = st.ops.get_mut(id)
+            && op.status == OpStatus::InProgress
+        {
+            op.status = status;
+            op.end = Some(Timestamp::now());
+            op.error = error;
+        }
+    }
+
+    /// Starts the controller task of app `name` (once, at creation).
+    pub fn spawn_controller(
+        self: &Arc<Self>,
+        name: String,
+        notify: Arc<Notify>,
+        stop: CancellationToken,
+    ) {
+        let plane = self.clone();
+        let shutdown = self.ctx.shutdown.clone();
+        self.ctx.tracker.spawn(async move {
+            loop {
+                if !plane.reconcile(&name) {
+                    break;
+                }
+                tokio::select! {
+                    _ = notify.notified() => {}
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    _ = stop.cancelled() => break,
+                    _ = shutdown.cancelled() => break,
+                }
+            }
+        });
+    }
+
+    /// Starts a new replica of revision `rev_idx` of `app` (caller holds the lock).
+    pub fn spawn_replica(self: &Arc<Self>, app: &mut App, rev_idx: usize) -> Option<Arc<Replica>> {
+        let fqdn = app.fqdn().unwrap_or_default();
+        let rev = app.revisions.get_mut(rev_idx)?;
+        let replica_name = format!("{}-{}-{}", rev.name, random_suffix(9), random_suffix(5));
+        let owner = Owner::App {
+            app: app.name.clone(),
+            revision: rev.name.clone(),
+        };
+        let rep = Replica::new(replica_name.clone(), owner.clone(), &rev.spec.containers);
+        self.ctx.sink.system(
+            &owner,
+            &replica_name,
+            "AssigningReplica",
+            Level::Normal,
+            format!("Replica '{replica_name}' has been scheduled to run on a node."),
+        );
+        let target_port = app.ingress.as_ref().map(|i| i.target_port);
+        let peers = self.peers();
+        for (idx, c) in rev.spec.containers.iter().enumerate() {
+            let mut env = c.env.clone();
+            let mut set = |k: &str, v: String| {
+                env.retain(|(n, _)| n != k);
+                env.push((k.to_string(), v));
+            };
+            set("CONTAINER_APP_NAME", app.name.clone());
+            set("CONTAINER_APP_REVISION", rev.name.clone());
+            set("CONTAINER_APP_REPLICA_NAME", replica_name.clone());
+            set("CONTAINER_APP_HOSTNAME", fqdn.clone());
+            if let Some(p) = target_port {
+                set("CONTAINER_APP_PORT", p.to_string());
+            }
+            let mut labels = BTreeMap::new();
+            labels.insert(LABEL_MANAGED.to_string(), "true".to_string());
+            labels.insert("probelab.app".into(), app.name.clone());
+            labels.insert("probelab.revision".into(), rev.name.clone());
+            labels.insert("probelab.replica".into(), replica_name.clone());
+            labels.insert(
+                "probelab.env".into(),
+                app.properties
+                    .get("environmentId")
+                    .or_else(|| app.properties.get("managedEnvironmentId"))
+                    .and_then(Value::as_str)
+                    .and_then(|s| s.rsplit('/').next())
+                    .unwrap_or("")
+                    .to_string(),
+            );
+            let launch = LaunchSpec {
+                owner: owner.clone(),
+                replica: replica_name.clone(),
+                container: c.name.clone(),
+                image: c.image.clone(),
+                command: c.command.clone(),
+                args: c.args.clone(),
+                env,
+                labels,
+                primary: idx == 0,
+                peers: peers.clone(),
+            };
+            let ctx = self.sup_ctx(app.notify.clone());
+            let grace = rev.spec.grace;
+            let tp = if idx == 0 { target_port } else { None };
+            let spec = with_default_probes(c.clone(), if idx == 0 { target_port } else { None });
+            self.ctx
+                .tracker
+                .spawn(supervise(ctx, rep.clone(), idx, spec, grace, tp, launch));
+        }
+        rev.replicas.push(rep.clone());
+        Some(rep)
+    }
+
+    /// App names known now (for name resolution inside containers). Uses `try_lock`-free
+    /// access through a snapshot kept by the API layer.
+    pub fn peers(&self) -> Vec<String> {
+        self.peer_names
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn set_peers(&self, names: Vec<String>) {
+        if let Ok(mut p) = self.peer_names.lock() {
+            *p = names;
+        }
+    }
+
+    /// Recomputes app `name`'s routing table now.
+    pub fn refresh_routes(&self, name: &str) {
+        let st = self.lock();
+        if let Some(app) = st.apps.get(&key(name)) {
+            set_routes(app);
+        }
+    }
+
+    /// One controller pass over app `name`; `false` once the app is gone.
+    pub fn reconcile(self: &Arc<Self>, name: &str) -> bool {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let Some(app) = st.apps.get_mut(&key(name)) else {
+            return false;
+        };
+        // Drop finished replicas.
+        for r in &mut app.revisions {
+            r.replicas.retain(|x| !x.is_done());
+        }
+        // Desired replica counts for active revisions.
+        let n = app.revisions.len();
+        for i in 0..n {
+            let (active, want, have) = {
+                let r = &app.revisions[i];
+                let have = r
+                    .replicas
+                    .iter()
+                    .filter(|x| !x.retiring.load(Ordering::SeqCst))
+                    .count();
+                (r.active, r.spec.replica_count() as usize, have)
+            };
+            if active && !self.ctx.shutdown.is_cancelled() {
+                for _ in have..want {
+                    self.spawn_replica(app, i);
+                }
+            }
+        }
+        // Traffic switch to the latest revision once it is ready by the app's policy.
+        if let Some(latest_idx) = n.checked_sub(1) {
+            let latest = &app.revisions[latest_idx];
+            let live: Vec<&Arc<Replica>> = latest
+                .replicas
+                .iter()
+                .filter(|x| !x.retiring.load(Ordering::SeqCst))
+                .collect();
+            let ready_count = live.iter().filter(|x| x.ready()).count();
+            let ready = latest.active
+                && match app.knobs.ready_policy {
+                    ReadyPolicy::FirstReplica => ready_count >= 1,
+                    ReadyPolicy::AllReplicas => ready_count >= latest.spec.replica_count() as usize,
+                };
+            let latest_name = latest.name.clone();
+            if ready && !latest.provisioned {
+                let owner = Owner::App {
+                    app: app.name.clone(),
+                    revision: latest_name.clone(),
+                };
+                self.ctx.sink.system(
+                    &owner,
+                    "",
+                    "RevisionReady",
+                    Level::Normal,
+                    format!("Revision '{latest_name}' is ready"),
+                );
+                app.revisions[latest_idx].provisioned = true;
+            }
+            if ready && app.traffic_rev.as_deref() != Some(latest_name.as_str()) {
+                app.traffic_rev = Some(latest_name.clone());
+                let now = Timestamp::now();
+                let mut to_stop = Vec::new();
+                for (i, r) in app.revisions.iter_mut().enumerate() {
+                    if i == latest_idx {
+                        r.traffic = 100;
+                        r.last_active = now;
+                    } else {
+                        r.traffic = 0;
+                        if r.active {
+                            to_stop.push(i);
+                        }
+                    }
+                }
+                for i in to_stop {
+                    self.deactivate_locked(app, i);
+                }
+            }
+            if app.revisions[latest_idx].provisioned {
+                for op in std::mem::take(&mut app.pending_ops) {
+                    Self::finish_op_in(&mut st.ops, &op, OpStatus::Succeeded, None);
+                }
+            }
+        }
+        // Operations that waited too long fail.
+        let now = tokio::time::Instant::now();
+        app.pending_ops.retain(|op| {
+            let expired = st.ops.get(op).is_some_and(|o| o.deadline <= now);
+            if expired {
+                Self::finish_op_in(
+                    &mut st.ops,
+                    op,
+                    OpStatus::Failed,
+                    Some((
+                        "ContainerAppOperationError".into(),
+                        "The revision did not become ready in time.".into(),
+                    )),
+                );
+            }
+            !expired
+        });
+        for r in &mut app.revisions {
+            if r.traffic > 0 {
+                r.last_active = Timestamp::now();
+            }
+        }
+        set_routes(app);
+        true
+    }
+
+    fn finish_op_in(
+        ops: &mut HashMap<String, Op>,
+        id: &str,
+        status: OpStatus,
+        error: Option<(String, String)>,
+    ) {
+        if let Some(op) = ops.get_mut(id)
+            && op.status == OpStatus::InProgress
+        {
+            op.status = status;
+            op.end = Some(Timestamp::now());
+            op.error = error;
+        }
+    }
+
+    /// Deactivates revision `idx`: out of routing, then SIGTERM after the drain delay.
+    pub fn deactivate_locked(self: &Arc<Self>, app: &mut App, idx: usize) {
+        let Some(rev) = app.revisions.get_mut(idx) else {
+            return;
+        };
+        rev.active = false;
+        rev.traffic = 0;
+        let owner = Owner::App {
+            app: app.name.clone(),
+            revision: rev.name.clone(),
+        };
+        self.ctx.sink.system(
+            &owner,
+            "",
+            "RevisionDeactivating",
+            Level::Normal,
+            format!("Deactivating old revision '{}'", rev.name),
+        );
+        let reps = rev.replicas.clone();
+        for rep in reps {
+            self.retire(app, rep);
+        }
+    }
+
+    /// Takes a replica out of service with the app's drain knobs: routing removal and SIGTERM
+    /// ordered as `drainDelaySeconds` / `routingRemovalLagMs` say.
+    pub fn retire(self: &Arc<Self>, app: &App, rep: Arc<Replica>) {
+        if rep.retiring.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let knobs = app.knobs.clone();
+        let plane = self.clone();
+        let app_name = app.name.clone();
+        let notify = app.notify.clone();
+        if knobs.routing_removal_lag.is_zero() {
+            rep.routable.store(false, Ordering::SeqCst);
+            set_routes(app);
+        }
+        self.ctx.tracker.spawn(async move {
+            tokio::time::sleep(knobs.drain_delay).await;
+            rep.cancel.cancel();
+            if !knobs.routing_removal_lag.is_zero() {
+                tokio::time::sleep(knobs.routing_removal_lag).await;
+                rep.routable.store(false, Ordering::SeqCst);
+                plane.refresh_routes(&app_name);
+            }
+            notify.notify_one();
+        });
+    }
+
+    /// Restarts revision `rev` replica by replica: a new one starts, and once it is ready (or
+    /// after its startup budget) the old one is retired.
+    pub fn restart_revision(self: &Arc<Self>, app_name: &str, rev_name: &str) {
+        let plane = self.clone();
+        let app_name = app_name.to_string();
+        let rev_name = rev_name.to_string();
+        self.ctx.tracker.spawn(async move {
+            let old: Vec<Arc<Replica>> = {
+                let st = plane.lock();
+                st.apps
+                    .get(&key(&app_name))
+                    .and_then(|a| a.revision(&rev_name))
+                    .map(|r| {
+                        r.replicas
+                            .iter()
+                            .filter(|x| !x.retiring.load(Ordering::SeqCst))
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            for old_rep in old {
+                let new_rep = {
+                    let mut st = plane.lock();
+                    let Some(app) = st.apps.get_mut(&key(&app_name)) else {
+                        return;
+                    };
+                    let Some(idx) = app.revisions.iter().position(|r| r.name == rev_name) else {
+                        return;
+                    };
+                    if !app.revisions[idx].active {
+                        return;
+                    }
+                    // Mark the old one retiring first so reconcile does not add a third.
+                    old_rep.retiring.store(true, Ordering::SeqCst);
+                    plane.spawn_replica(app, idx)
+                };
+                let Some(new_rep) = new_rep else { return };
+                let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
+                while !new_rep.ready() && tokio::time::Instant::now() < deadline {
+                    if plane.ctx.shutdown.is_cancelled() || new_rep.is_done() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                let st = plane.lock();
+                if let Some(app) = st.apps.get(&key(&app_name)) {
+                    old_rep.retiring.store(false, Ordering::SeqCst);
+                    plane.retire(app, old_rep);
+                }
+            }
+        });
+    }
+}
+
+fn set_routes(app: &App) {
+    let mut backends = Vec::new();
+    for r in app.revisions.iter().filter(|r| r.traffic > 0) {
+        for rep in &r.replicas {
+            if rep.routable.load(Ordering::SeqCst)
+                && rep.ready()
+                && let Some(addr) = rep.endpoint()
+            {
+                backends.push(Backend {
+                    addr,
+                    revision: r.name.clone(),
+                    replica: rep.name.clone(),
+                });
+            }
+        }
+    }
+    app.routes.set(backends);
+}
+
+/// Container Apps adds TCP probes on the ingress target port to the main container when ingress
+/// is enabled and the template defines none of that type.
+pub fn with_default_probes(
+    mut c: crate::model::ContainerSpec,
+    target_port: Option<u16>,
+) -> crate::model::ContainerSpec {
+    use crate::model::{Probe, ProbeAction, ProbeKind};
+    let Some(port) = target_port else { return c };
+    let mk = |kind, initial: u64, period: u64, timeout: u64, failure: u32| Probe {
+        kind,
+        action: ProbeAction::Tcp { port },
+        initial_delay: Duration::from_secs(initial),
+        period: Duration::from_secs(period),
+        timeout: Duration::from_secs(timeout),
+        failure_threshold: failure,
+        success_threshold: 1,
+        grace: None,
+    };
+    if c.probe(ProbeKind::Startup).is_none() {
+        c.probes.push(mk(ProbeKind::Startup, 1, 1, 3, 240));
+    }
+    if c.probe(ProbeKind::Readiness).is_none() {
+        c.probes.push(mk(ProbeKind::Readiness, 3, 5, 5, 48));
+    }
+    if c.probe(ProbeKind::Liveness).is_none() {
+        c.probes.push(mk(ProbeKind::Liveness, 0, 10, 1, 3));
+    }
+    c
+}

@@ -1,0 +1,262 @@
+//! Probes: one HTTP GET or TCP connect with a timeout, and kubelet's result counting.
+//!
+//! [`Counter`] is kubelet's `worker.doProbe` bookkeeping: a result only takes effect after it
+//! was seen `failureThreshold` (or `successThreshold`) times in a row, and the first result
+//! (readiness: failure, liveness/startup: success) holds until then.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Empty;
+use tokio::net::TcpStream;
+
+use crate::model::{Probe, ProbeAction};
+
+/// The user agent kubelet sends (`kube-probe/<major>.<minor>`).
+pub const USER_AGENT: &str = "kube-probe/1.30";
+
+/// Consecutive-result counting for one probe.
+#[derive(Debug, Clone)]
+pub struct Counter {
+    failure_threshold: u32,
+    success_threshold: u32,
+    last: Option<bool>,
+    run: u32,
+    /// The result in force.
+    pub state: bool,
+}
+
+impl Counter {
+    pub fn new(initial: bool, probe: &Probe) -> Self {
+        Counter {
+            failure_threshold: probe.failure_threshold.max(1),
+            success_threshold: probe.success_threshold.max(1),
+            last: None,
+            run: 0,
+            state: initial,
+        }
+    }
+
+    /// Records one result; returns the new state when it changed.
+    pub fn record(&mut self, ok: bool) -> Option<bool> {
+        if self.last == Some(ok) {
+            self.run = self.run.saturating_add(1);
+        } else {
+            self.last = Some(ok);
+            self.run = 1;
+        }
+        let needed = if ok {
+            self.success_threshold
+        } else {
+            self.failure_threshold
+        };
+        if self.run < needed || self.state == ok {
+            return None;
+        }
+        self.state = ok;
+        Some(ok)
+    }
+
+    /// After a liveness/startup kill kubelet starts counting afresh.
+    pub fn reset(&mut self, state: bool) {
+        self.last = None;
+        self.run = 0;
+        self.state = state;
+    }
+}
+
+/// Runs one probe against `host`, `port_override` replacing the probe's port when set.
+/// `Err` carries the message Container Apps prints (`Probe of <Kind> failed with ...`).
+pub async fn run_probe(
+    probe: &Probe,
+    host: IpAddr,
+    port_override: Option<u16>,
+) -> Result<(), String> {
+    let kind = probe.kind.word();
+    let secs = probe.timeout.as_secs();
+    let fut = async {
+        match &probe.action {
+            ProbeAction::Tcp { port } => {
+                let addr = SocketAddr::new(host, port_override.unwrap_or(*port));
+                TcpStream::connect(addr)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| format!("Probe of {kind} failed with connection error: {e}"))
+            }
+            ProbeAction::Http {
+                path,
+                port,
+                headers,
+            } => {
+                let addr = SocketAddr::new(host, port_override.unwrap_or(*port));
+                http_get(addr, path, headers)
+                    .await
+                    .map_err(|e| format!("Probe of {kind} failed with {e}"))
+            }
+        }
+    };
+    match tokio::time::timeout(probe.timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "Probe of {kind} failed with timeout in {secs} seconds."
+        )),
+    }
+}
+
+async fn http_get(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(String, String)],
+) -> Result<(), String> {
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connection error: {e}"))?;
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(io)
+        .await
+        .map_err(|e| format!("connection error: {e}"))?;
+    let conn_task = tokio::spawn(conn);
+    let path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    let mut req = http::Request::get(path)
+        .header(http::header::HOST, addr.to_string())
+        .header(http::header::USER_AGENT, USER_AGENT)
+        .header(http::header::CONNECTION, "close");
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let req = req
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| format!("invalid request: {e}"))?;
+    let result = sender.send_request(req).await;
+    conn_task.abort();
+    let resp = result.map_err(|e| format!("connection error: {e}"))?;
+    let code = resp.status().as_u16();
+    if (200..400).contains(&code) {
+        Ok(())
+    } else {
+        Err(format!("status code: {code}"))
+    }
+}
+
+/// Sleeps for `d` unless `stop` fires first; `true` when the sleep completed.
+pub async fn sleep_or(d: Duration, stop: &tokio_util::sync::CancellationToken) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => true,
+        _ = stop.cancelled() => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ProbeKind;
+
+    fn probe(fail: u32, succ: u32) -> Probe {
+        Probe {
+            kind: ProbeKind::Readiness,
+            action: ProbeAction::Tcp { port: 1 },
+            initial_delay: Duration::ZERO,
+            period: Duration::from_secs(10),
+            timeout: Duration::from_secs(1),
+            failure_threshold: fail,
+            success_threshold: succ,
+            grace: None,
+        }
+    }
+
+    #[test]
+    fn readiness_starts_failed_and_needs_success_threshold() {
+        let mut c = Counter::new(false, &probe(3, 2));
+        assert_eq!(c.record(true), None);
+        assert_eq!(c.record(true), Some(true));
+        assert_eq!(c.record(false), None);
+        assert_eq!(
+            c.record(true),
+            None,
+            "a single success after a failure keeps the state"
+        );
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(false), Some(false));
+    }
+
+    #[test]
+    fn liveness_fails_after_threshold_consecutive() {
+        let mut c = Counter::new(true, &probe(3, 1));
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(true), None);
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(false), Some(false));
+        c.reset(true);
+        assert_eq!(c.record(false), None);
+    }
+
+    #[tokio::test]
+    async fn tcp_probe_refused_and_http_status() {
+        // A port nobody listens on: connection refused.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let mut p = probe(3, 1);
+        p.action = ProbeAction::Tcp { port };
+        let e = run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
+            .await
+            .unwrap_err();
+        assert!(e.starts_with("Probe of Readiness failed with"), "{e}");
+
+        // An HTTP server answering 503.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let app = axum::Router::new()
+            .route(
+                "/ready",
+                axum::routing::get(|| async { (http::StatusCode::SERVICE_UNAVAILABLE, "no") }),
+            )
+            .route(
+                "/ok",
+                axum::routing::get(|| async { (http::StatusCode::FOUND, "moved") }),
+            )
+            .route(
+                "/slow",
+                axum::routing::get(|| async {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    "late"
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        p.action = ProbeAction::Http {
+            path: "/ready".into(),
+            port,
+            headers: vec![],
+        };
+        let e = run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
+            .await
+            .unwrap_err();
+        assert_eq!(e, "Probe of Readiness failed with status code: 503");
+        p.action = ProbeAction::Http {
+            path: "/ok".into(),
+            port,
+            headers: vec![],
+        };
+        run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
+            .await
+            .unwrap();
+        p.kind = ProbeKind::Liveness;
+        p.action = ProbeAction::Http {
+            path: "/slow".into(),
+            port,
+            headers: vec![],
+        };
+        let e = run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
+            .await
+            .unwrap_err();
+        assert_eq!(e, "Probe of Liveness failed with timeout in 1 seconds.");
+    }
+}

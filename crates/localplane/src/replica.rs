@@ -1,0 +1,483 @@
+//! Replicas and the per-container supervisor: start, probe, kill on liveness/startup failure,
+//! restart with kubelet's back-off, stop with the grace period.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use labkit::Timestamp;
+use tokio::sync::{Notify, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::logsink::{Level, Owner, Sink};
+use crate::model::{ContainerSpec, Probe, ProbeKind};
+use crate::prober::{Counter, run_probe, sleep_or};
+use crate::runtime::{LaunchSpec, Runtime, wait_exit};
+
+/// Kubelet's crash-loop back-off: first restart at once, then 10 s doubling to 300 s, reset
+/// after 10 minutes of running.
+pub const BACKOFF_INITIAL: Duration = Duration::from_secs(10);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
+pub const BACKOFF_RESET: Duration = Duration::from_secs(600);
+
+/// What the ARM API reports for one container of a replica.
+#[derive(Debug, Clone)]
+pub struct ContainerStatus {
+    pub name: String,
+    /// `Running` | `Terminated` | `Waiting` (the spec's `ContainerAppReplicaRunningState`).
+    pub running_state: &'static str,
+    pub details: String,
+    pub ready: bool,
+    pub started: bool,
+    pub restart_count: u32,
+    pub container_id: String,
+    pub endpoint: Option<SocketAddr>,
+}
+
+#[derive(Debug)]
+pub struct Replica {
+    pub name: String,
+    pub owner: Owner,
+    pub created: Timestamp,
+    pub containers: Vec<Mutex<ContainerStatus>>,
+    /// Cleared when the replica is taken out of routing (deactivation, restart, delete).
+    pub routable: AtomicBool,
+    /// Set once a stop was requested, so reconcile does not count the replica.
+    pub retiring: AtomicBool,
+    /// Fired to stop the replica: SIGTERM, grace, SIGKILL.
+    pub cancel: CancellationToken,
+    running: AtomicUsize,
+    /// Becomes `true` when every container's supervisor has ended.
+    pub done: watch::Sender<bool>,
+}
+
+impl Replica {
+    pub fn new(name: String, owner: Owner, containers: &[ContainerSpec]) -> Arc<Replica> {
+        let (done, _) = watch::channel(false);
+        Arc::new(Replica {
+            name,
+            owner,
+            created: Timestamp::now(),
+            containers: containers
+                .iter()
+                .map(|c| {
+                    Mutex::new(ContainerStatus {
+                        name: c.name.clone(),
+                        running_state: "Waiting",
+                        details: "ContainerCreating".into(),
+                        ready: false,
+                        started: false,
+                        restart_count: 0,
+                        container_id: String::new(),
+                        endpoint: None,
+                    })
+                })
+                .collect(),
+            routable: AtomicBool::new(true),
+            retiring: AtomicBool::new(false),
+            cancel: CancellationToken::new(),
+            running: AtomicUsize::new(containers.len()),
+            done,
+        })
+    }
+
+    pub fn statuses(&self) -> Vec<ContainerStatus> {
+        self.containers
+            .iter()
+            .filter_map(|c| c.lock().ok().map(|s| s.clone()))
+            .collect()
+    }
+
+    /// All containers started and ready.
+    pub fn ready(&self) -> bool {
+        let s = self.statuses();
+        !s.is_empty() && s.iter().all(|c| c.ready && c.running_state == "Running")
+    }
+
+    /// Where ingress sends this replica's traffic (the first container's target port).
+    pub fn endpoint(&self) -> Option<SocketAddr> {
+        self.containers
+            .first()
+            .and_then(|c| c.lock().ok().and_then(|s| s.endpoint))
+    }
+
+    /// `Running` when every container runs, `NotRunning` otherwise (replica `runningState`).
+    pub fn running_state(&self) -> &'static str {
+        let s = self.statuses();
+        if !s.is_empty() && s.iter().all(|c| c.running_state == "Running") {
+            "Running"
+        } else {
+            "NotRunning"
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        *self.done.borrow()
+    }
+
+    pub fn restart_count(&self) -> u32 {
+        self.statuses().iter().map(|c| c.restart_count).sum()
+    }
+
+    fn update(&self, idx: usize, f: impl FnOnce(&mut ContainerStatus)) {
+        if let Some(Ok(mut s)) = self.containers.get(idx).map(|c| c.lock()) {
+            f(&mut s);
+        }
+    }
+
+    fn container_ended(&self) {
+        if self.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.done.send_replace(true);
+        }
+    }
+}
+
+/// What a supervisor needs from the plane.
+#[derive(Clone)]
+pub struct SupCtx {
+    pub runtime: Runtime,
+    pub sink: Sink,
+    /// Wakes the owning app's controller (readiness and liveness changes).
+    pub notify: Arc<Notify>,
+    /// Ends every supervisor (localplane shutdown): containers are stopped with their grace.
+    pub shutdown: CancellationToken,
+}
+
+enum Outcome {
+    Exited(i64),
+    ProbeKill(ProbeKind),
+    Stop,
+}
+
+/// Supervises container `idx` of `rep` until the replica is cancelled.
+pub async fn supervise(
+    ctx: SupCtx,
+    rep: Arc<Replica>,
+    idx: usize,
+    spec: ContainerSpec,
+    template_grace: Duration,
+    target_port: Option<u16>,
+    launch: LaunchSpec,
+) {
+    let mut backoff = Duration::ZERO;
+    let mut first = true;
+    loop {
+        if rep.cancel.is_cancelled() || ctx.shutdown.is_cancelled() {
+            break;
+        }
+        if !first {
+            rep.update(idx, |s| {
+                s.running_state = "Waiting";
+                s.details = "CrashLoopBackOff".into();
+            });
+            if !backoff.is_zero() {
+                ctx.sink.system(
+                    &rep.owner,
+                    &rep.name,
+                    "BackOff",
+                    Level::Warning,
+                    format!(
+                        "Back-off restarting failed container '{}' for {} seconds",
+                        spec.name,
+                        backoff.as_secs()
+                    ),
+                );
+            }
+            let stop = rep.cancel.clone();
+            let shut = ctx.shutdown.clone();
+            let completed = tokio::select! {
+                r = sleep_or(backoff, &stop) => r,
+                _ = shut.cancelled() => false,
+            };
+            if !completed {
+                break;
+            }
+            rep.update(idx, |s| s.restart_count += 1);
+            // kubelet restarts the first time at once, then waits 10 s, 20 s, ... 300 s.
+            backoff = next_backoff(backoff);
+        }
+        first = false;
+        let sys = |reason: &str, level: Level, msg: String| {
+            ctx.sink.system(&rep.owner, &rep.name, reason, level, msg)
+        };
+        sys(
+            "PullingImage",
+            Level::Normal,
+            format!("Pulling image '{}'", spec.image),
+        );
+        sys(
+            "PulledImage",
+            Level::Normal,
+            format!("Successfully pulled image '{}' in 0.0s", spec.image),
+        );
+        let launched = match ctx.runtime.launch(&launch, &ctx.sink).await {
+            Ok(l) => l,
+            Err(e) => {
+                sys(
+                    "ContainerCreateFailure",
+                    Level::Warning,
+                    format!("Failed to create container '{}': {e}", spec.name),
+                );
+                rep.update(idx, |s| {
+                    s.running_state = "Waiting";
+                    s.details = e.clone();
+                });
+                continue;
+            }
+        };
+        sys(
+            "ContainerCreated",
+            Level::Normal,
+            format!("Created container '{}'", spec.name),
+        );
+        sys(
+            "ContainerStarted",
+            Level::Normal,
+            format!("Started container '{}'", spec.name),
+        );
+        let started_at = tokio::time::Instant::now();
+        let endpoint = target_port.map(|p| SocketAddr::new(launched.host, launched.port(p)));
+        rep.update(idx, |s| {
+            s.running_state = "Running";
+            s.details = String::new();
+            s.container_id = launched.id.clone();
+            s.endpoint = endpoint;
+            s.started = false;
+            s.ready = false;
+        });
+        let mut exit = launched.exit.clone();
+        let outcome = run_container(&ctx, &rep, idx, &spec, &launched, &mut exit).await;
+        let (kill_grace, term_msg) = match &outcome {
+            Outcome::ProbeKill(kind) => {
+                let g = spec
+                    .probe(*kind)
+                    .and_then(|p| p.grace)
+                    .unwrap_or(template_grace);
+                (
+                    Some(g),
+                    Some(format!(
+                        "Container '{}' was terminated with reason 'ProbeFailure'",
+                        spec.name
+                    )),
+                )
+            }
+            Outcome::Exited(code) => (
+                None,
+                Some(format!(
+                    "Container '{}' was terminated with exit code '{code}'",
+                    spec.name
+                )),
+            ),
+            Outcome::Stop => (Some(template_grace), None),
+        };
+        if let Some(msg) = term_msg {
+            sys("ContainerTerminated", Level::Warning, msg);
+        }
+        if matches!(outcome, Outcome::ProbeKill(_)) {
+            rep.update(idx, |s| s.ready = false);
+            ctx.notify.notify_one();
+        }
+        if let Some(grace) = kill_grace {
+            stop_with_grace(&ctx.runtime, &launched.id, &mut exit, grace).await;
+        }
+        ctx.runtime.remove(&launched.id).await;
+        rep.update(idx, |s| {
+            s.running_state = "Terminated";
+            s.ready = false;
+            s.started = false;
+            s.endpoint = None;
+        });
+        ctx.notify.notify_one();
+        if matches!(outcome, Outcome::Stop) {
+            break;
+        }
+        if started_at.elapsed() >= BACKOFF_RESET {
+            backoff = Duration::ZERO;
+        }
+    }
+    rep.container_ended();
+    ctx.notify.notify_one();
+}
+
+/// 0 → 10 s → 20 s → ... → 300 s.
+pub fn next_backoff(current: Duration) -> Duration {
+    if current.is_zero() {
+        BACKOFF_INITIAL
+    } else {
+        (current * 2).min(BACKOFF_MAX)
+    }
+}
+
+/// SIGTERM, wait up to `grace`, SIGKILL; returns the exit code.
+pub async fn stop_with_grace(
+    rt: &Runtime,
+    id: &str,
+    exit: &mut watch::Receiver<Option<i64>>,
+    grace: Duration,
+) -> i64 {
+    if let Some(c) = *exit.borrow() {
+        return c;
+    }
+    rt.terminate(id).await;
+    if let Some(c) = wait_exit(exit, grace).await {
+        return c;
+    }
+    rt.kill(id).await;
+    wait_exit(exit, Duration::from_secs(15))
+        .await
+        .unwrap_or(137)
+}
+
+async fn run_container(
+    ctx: &SupCtx,
+    rep: &Arc<Replica>,
+    idx: usize,
+    spec: &ContainerSpec,
+    launched: &crate::runtime::Launched,
+    exit: &mut watch::Receiver<Option<i64>>,
+) -> Outcome {
+    let (tx, mut rx) = mpsc::channel::<(ProbeKind, Result<(), String>)>(16);
+    let (started_tx, started_rx) = watch::channel(spec.probe(ProbeKind::Startup).is_none());
+    let probes_stop = CancellationToken::new();
+    let _guard = probes_stop.clone().drop_guard();
+    for probe in &spec.probes {
+        tokio::spawn(probe_worker(
+            probe.clone(),
+            launched.host,
+            launched.port_override,
+            started_rx.clone(),
+            tx.clone(),
+            probes_stop.clone(),
+        ));
+    }
+    drop(tx);
+    let mut startup = spec
+        .probe(ProbeKind::Startup)
+        .map(|p| Counter::new(false, p));
+    let mut readiness = spec
+        .probe(ProbeKind::Readiness)
+        .map(|p| Counter::new(false, p));
+    let mut liveness = spec
+        .probe(ProbeKind::Liveness)
+        .map(|p| Counter::new(true, p));
+    let set_started = |rep: &Arc<Replica>, has_readiness: bool| {
+        rep.update(idx, |s| {
+            s.started = true;
+            if !has_readiness {
+                s.ready = true;
+            }
+        });
+        ctx.notify.notify_one();
+    };
+    if startup.is_none() {
+        set_started(rep, readiness.is_some());
+    }
+    loop {
+        tokio::select! {
+            biased;
+            _ = rep.cancel.cancelled() => return Outcome::Stop,
+            _ = ctx.shutdown.cancelled() => return Outcome::Stop,
+            changed = exit.changed() => {
+                if changed.is_err() || exit.borrow().is_some() {
+                    return Outcome::Exited(exit.borrow().unwrap_or(-1));
+                }
+            }
+            msg = rx.recv() => {
+                let Some((kind, result)) = msg else {
+                    // No probes at all: just wait for the exit or the stop.
+                    tokio::select! {
+                        _ = rep.cancel.cancelled() => return Outcome::Stop,
+                        _ = ctx.shutdown.cancelled() => return Outcome::Stop,
+                        _ = exit.changed() => return Outcome::Exited(exit.borrow().unwrap_or(-1)),
+                    }
+                };
+                if let Err(msg) = &result {
+                    ctx.sink.system(&rep.owner, &rep.name, "ProbeFailed", Level::Warning, msg.clone());
+                }
+                let ok = result.is_ok();
+                match kind {
+                    ProbeKind::Startup => {
+                        if let Some(c) = startup.as_mut() {
+                            match c.record(ok) {
+                                Some(true) => {
+                                    started_tx.send_replace(true);
+                                    set_started(rep, readiness.is_some());
+                                }
+                                Some(false) => return Outcome::ProbeKill(ProbeKind::Startup),
+                                None => {}
+                            }
+                        }
+                    }
+                    ProbeKind::Readiness => {
+                        if let Some(c) = readiness.as_mut()
+                            && let Some(state) = c.record(ok) {
+                                rep.update(idx, |s| s.ready = state);
+                                ctx.notify.notify_one();
+                            }
+                    }
+                    ProbeKind::Liveness => {
+                        if let Some(c) = liveness.as_mut()
+                            && c.record(ok) == Some(false) {
+                                return Outcome::ProbeKill(ProbeKind::Liveness);
+                            }
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn probe_worker(
+    probe: Probe,
+    host: std::net::IpAddr,
+    port_override: Option<u16>,
+    mut started: watch::Receiver<bool>,
+    tx: mpsc::Sender<(ProbeKind, Result<(), String>)>,
+    stop: CancellationToken,
+) {
+    if !sleep_or(probe.initial_delay, &stop).await {
+        return;
+    }
+    let mut ticker = tokio::time::interval(probe.period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut done_startup = false;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.cancelled() => return,
+        }
+        if probe.kind == ProbeKind::Startup {
+            if done_startup || *started.borrow_and_update() {
+                // kubelet stops the startup probe once it succeeded.
+                done_startup = true;
+                continue;
+            }
+        } else if !*started.borrow_and_update() {
+            continue;
+        }
+        let r = tokio::select! {
+            r = run_probe(&probe, host, port_override) => r,
+            _ = stop.cancelled() => return,
+        };
+        if tx.send((probe.kind, r)).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_sequence() {
+        let mut b = Duration::ZERO;
+        let mut seen = vec![];
+        for _ in 0..8 {
+            b = next_backoff(b);
+            seen.push(b.as_secs());
+        }
+        assert_eq!(seen, vec![10, 20, 40, 80, 160, 300, 300, 300]);
+    }
+}

@@ -1,0 +1,419 @@
+//! The ARM subset, revisions, ingress and faults against the process runtime (real `subject`
+//! binaries on 127.0.0.1).
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn readiness(period: u64) -> Value {
+    json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": period, "failureThreshold": 2}])
+}
+
+async fn replicas(lab: &Lab, app: &str, rev: &str) -> Vec<Value> {
+    let (code, _, v) = lab
+        .call(
+            "GET",
+            &format!("{}/revisions/{rev}/replicas?{AV}", lab.app_url(app)),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{v}");
+    v["value"].as_array().cloned().unwrap_or_default()
+}
+
+fn all_ready(reps: &[Value], n: usize) -> bool {
+    reps.len() == n
+        && reps.iter().all(|r| {
+            r["properties"]["runningState"] == "Running"
+                && r["properties"]["containers"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().all(|c| c["ready"] == true))
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arm_app_lifecycle_revisions_ingress() {
+    let lab = Lab::process().await;
+    let env_url = format!(
+        "{}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env?{AV}",
+        lab.base
+    );
+    let (code, _, v) = lab
+        .call(
+            "PUT",
+            &env_url,
+            Some(json!({"location": "local", "properties": {}})),
+        )
+        .await;
+    assert_eq!(code, 201, "{v}");
+
+    // Error shapes.
+    let (code, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url("nope")), None)
+        .await;
+    assert_eq!(code, 404);
+    assert_eq!(v["error"]["code"], "ResourceNotFound");
+    let (code, _, v) = lab.call("GET", &lab.app_url("nope"), None).await;
+    assert_eq!(code, 400);
+    assert_eq!(v["error"]["code"], "MissingApiVersionParameter");
+    let (code, _, v) = lab
+        .call(
+            "PUT",
+            &format!("{}?{AV}", lab.app_url("Bad--Name")),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(code, 400, "{v}");
+
+    // Create: 201 + Azure-AsyncOperation, the operation succeeds once a replica is ready.
+    let app = "web";
+    let body = subject_app(
+        json!([{"name": "STARTUP_DELAY_SECONDS", "value": "1"}]),
+        2,
+        readiness(1),
+    );
+    let (code, h, v) = lab
+        .call("PUT", &format!("{}?{AV}", lab.app_url(app)), Some(body))
+        .await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(v["properties"]["provisioningState"], "InProgress");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(30)).await, "Succeeded");
+
+    let (code, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url(app)), None)
+        .await;
+    assert_eq!(code, 200);
+    let p = &v["properties"];
+    assert_eq!(p["provisioningState"], "Succeeded");
+    let rev1 = p["latestRevisionName"].as_str().unwrap().to_string();
+    assert!(rev1.starts_with("web--"), "{rev1}");
+    assert_eq!(p["latestReadyRevisionName"], rev1.as_str());
+    let fqdn = p["configuration"]["ingress"]["fqdn"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(fqdn.starts_with("127.0.0.1:"), "{fqdn}");
+
+    // Through the ingress.
+    let (code, h, _) = lab.call("GET", &format!("http://{fqdn}/"), None).await;
+    assert_eq!(code, 200);
+    assert_eq!(h["x-revision"], rev1.as_str());
+
+    let (_, _, v) = lab
+        .call("GET", &format!("{}/revisions?{AV}", lab.app_url(app)), None)
+        .await;
+    let revs = v["value"].as_array().unwrap();
+    assert_eq!(revs.len(), 1);
+    let r = &revs[0]["properties"];
+    assert_eq!(r["active"], true);
+    assert_eq!(r["trafficWeight"], 100);
+    assert_eq!(r["provisioningState"], "Provisioned");
+    assert_eq!(r["healthState"], "Healthy");
+    assert_eq!(r["runningState"], "Running");
+
+    let reps = eventually(Duration::from_secs(20), "2 ready replicas", || async {
+        let r = replicas(&lab, app, &rev1).await;
+        all_ready(&r, 2).then_some(r)
+    })
+    .await;
+    let first_names: Vec<String> = reps
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    for n in &first_names {
+        assert!(n.starts_with(&format!("{rev1}-")), "{n}");
+    }
+    let (code, _, v) = lab
+        .call(
+            "GET",
+            &format!(
+                "{}/revisions/{rev1}/replicas/{}?{AV}",
+                lab.app_url(app),
+                first_names[0]
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(v["properties"]["containers"][0]["restartCount"], 0);
+    assert_eq!(v["properties"]["containers"][0]["started"], true);
+
+    // PATCH a template env var: 202, a new revision takes the traffic, the old one goes away.
+    let patch = json!({"properties": {"template": {"containers": [{
+        "name": "subject", "image": "probelab/subject:dev",
+        "env": [{"name": "STARTUP_DELAY_SECONDS", "value": "1"}, {"name": "ROLLOUT_GENERATION", "value": "2"}],
+        "probes": readiness(1)}]}}});
+    let (code, h, v) = lab
+        .call("PATCH", &format!("{}?{AV}", lab.app_url(app)), Some(patch))
+        .await;
+    assert_eq!(code, 202, "{v}");
+    assert!(h.contains_key("location"));
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(30)).await, "Succeeded");
+    let (_, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url(app)), None)
+        .await;
+    let rev2 = v["properties"]["latestRevisionName"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(rev1, rev2);
+    let (_, h, _) = lab.call("GET", &format!("http://{fqdn}/"), None).await;
+    assert_eq!(h["x-revision"], rev2.as_str());
+    assert_eq!(h["x-generation"], "2");
+    eventually(
+        Duration::from_secs(20),
+        "old revision deprovisioned",
+        || async {
+            let (_, _, v) = lab
+                .call(
+                    "GET",
+                    &format!("{}/revisions/{rev1}?{AV}", lab.app_url(app)),
+                    None,
+                )
+                .await;
+            (v["properties"]["active"] == false
+                && v["properties"]["trafficWeight"] == 0
+                && v["properties"]["replicas"] == 0
+                && v["properties"]["provisioningState"] == "Deprovisioned")
+                .then_some(())
+        },
+    )
+    .await;
+
+    // Revision restart replaces the replicas one at a time.
+    let before: Vec<String> = replicas(&lab, app, &rev2)
+        .await
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    let (code, _, v) = lab
+        .call(
+            "POST",
+            &format!("{}/revisions/{rev2}/restart?{AV}", lab.app_url(app)),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{v}");
+    eventually(
+        Duration::from_secs(30),
+        "restarted replicas ready",
+        || async {
+            let r = replicas(&lab, app, &rev2).await;
+            (all_ready(&r, 2)
+                && r.iter()
+                    .all(|x| !before.contains(&x["name"].as_str().unwrap().to_string())))
+            .then_some(())
+        },
+    )
+    .await;
+    let (code, _, v) = lab
+        .call(
+            "POST",
+            &format!("{}/revisions/{app}--nope/restart?{AV}", lab.app_url(app)),
+            None,
+        )
+        .await;
+    assert_eq!(code, 404, "{v}");
+
+    // Delete: 202 + Location, then 404.
+    let (code, h, _) = lab
+        .call("DELETE", &format!("{}?{AV}", lab.app_url(app)), None)
+        .await;
+    assert_eq!(code, 202);
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(30)).await, "Succeeded");
+    let (code, _, _) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url(app)), None)
+        .await;
+    assert_eq!(code, 404);
+
+    let sys = lab.system_rows();
+    for reason in [
+        "AssigningReplica",
+        "PullingImage",
+        "PulledImage",
+        "ContainerCreated",
+        "ContainerStarted",
+        "RevisionReady",
+        "RevisionDeactivating",
+    ] {
+        assert!(
+            sys.iter().any(|r| r["Reason_s"] == reason),
+            "no {reason} row"
+        );
+    }
+    let console = lab.console_rows();
+    assert!(console.iter().any(|r| r["ContainerAppName_s"] == app
+        && r["RevisionName_s"] == rev1.as_str()
+        && r["Log_s"].as_str().unwrap_or("").contains("BOOT_START")));
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_admin_429_500_hang() {
+    let lab = Lab::process().await;
+    let url = format!("{}?{AV}", lab.app_url("x"));
+    let faults = format!("{}/localplane/faults", lab.base);
+    let (code, _, _) = lab
+        .call(
+            "POST",
+            &faults,
+            Some(json!({"kind": "429", "count": 2, "retry_after_s": 2})),
+        )
+        .await;
+    assert_eq!(code, 200);
+    for _ in 0..2 {
+        let (code, h, v) = lab.call("GET", &url, None).await;
+        assert_eq!(code, 429);
+        assert_eq!(h["retry-after"], "2");
+        assert!(v["error"]["code"].is_string());
+    }
+    let (code, _, _) = lab.call("GET", &url, None).await;
+    assert_eq!(code, 404, "faults are used up");
+    lab.call("POST", &faults, Some(json!({"kind": "500", "count": 1})))
+        .await;
+    let (code, _, v) = lab.call("GET", &url, None).await;
+    assert_eq!(code, 500);
+    assert_eq!(v["error"]["code"], "InternalServerError");
+    lab.call("POST", &faults, Some(json!({"kind": "hang", "count": 5})))
+        .await;
+    let hung = tokio::time::timeout(Duration::from_millis(500), lab.call("GET", &url, None)).await;
+    assert!(hung.is_err(), "a hung request must not be answered");
+    let (code, _, _) = lab.call("DELETE", &faults, None).await;
+    assert_eq!(code, 204);
+    let (code, _, _) = lab.call("GET", &url, None).await;
+    assert_eq!(code, 404);
+    let (code, _, v) = lab
+        .call("POST", &faults, Some(json!({"kind": "boom"})))
+        .await;
+    assert_eq!(code, 400, "{v}");
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn liveness_timeout_kills_and_restarts() {
+    let lab = Lab::process().await;
+    let app = "live";
+    let probes = json!([{"type": "Liveness", "httpGet": {"path": "/livez", "port": 8080}, "periodSeconds": 1, "timeoutSeconds": 1, "failureThreshold": 2}]);
+    let body = subject_app(
+        json!([{"name": "LIVENESS_IO_DELAY", "value": "3"}]),
+        1,
+        probes,
+    );
+    let (code, _, v) = lab
+        .call("PUT", &format!("{}?{AV}", lab.app_url(app)), Some(body))
+        .await;
+    assert_eq!(code, 201, "{v}");
+    let rc = eventually(Duration::from_secs(40), "restartCount >= 1", || async {
+        let (_, _, v) = lab
+            .call("GET", &format!("{}/revisions?{AV}", lab.app_url(app)), None)
+            .await;
+        let rev = v["value"][0]["name"].as_str()?.to_string();
+        let reps = replicas(&lab, app, &rev).await;
+        let rc = reps.first()?["properties"]["containers"][0]["restartCount"].as_u64()?;
+        (rc >= 1).then_some(rc)
+    })
+    .await;
+    assert!(rc >= 1);
+    let sys = lab.system_rows();
+    assert!(
+        sys.iter().any(|r| r["Reason_s"] == "ProbeFailed"
+            && r["Log_s"] == "Probe of Liveness failed with timeout in 1 seconds."),
+        "{sys:?}"
+    );
+    assert!(sys.iter().any(|r| r["Reason_s"] == "ContainerTerminated"
+        && r["Log_s"] == "Container 'subject' was terminated with reason 'ProbeFailure'"));
+    assert!(
+        sys.iter()
+            .filter(|r| r["Reason_s"] == "ContainerStarted")
+            .count()
+            >= 2
+    );
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_manual_timeout_and_stop() {
+    let lab = Lab::process().await;
+    let job = json!({
+        "location": "local",
+        "properties": {
+            "configuration": {"triggerType": "Manual", "replicaTimeout": 2, "replicaRetryLimit": 0,
+                "manualTriggerConfig": {"parallelism": 1, "replicaCompletionCount": 1}},
+            "template": {"terminationGracePeriodSeconds": 2, "containers": [{"name": "worker", "image": "probelab/subject:dev", "env": []}]}
+        }
+    });
+    let (code, h, v) = lab
+        .call("PUT", &format!("{}?{AV}", lab.job_url("sweep")), Some(job))
+        .await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(5)).await, "Succeeded");
+    let (code, h, v) = lab
+        .call(
+            "POST",
+            &format!("{}/start?{AV}", lab.job_url("sweep")),
+            None,
+        )
+        .await;
+    assert_eq!(code, 202, "{v}");
+    assert!(h.contains_key("location"));
+    let exec = v["name"].as_str().unwrap().to_string();
+    let status = eventually(Duration::from_secs(20), "execution ends", || async {
+        let (_, _, v) = lab
+            .call(
+                "GET",
+                &format!("{}/executions/{exec}?{AV}", lab.job_url("sweep")),
+                None,
+            )
+            .await;
+        let s = v["properties"]["status"].as_str()?.to_string();
+        (s != "Running").then_some(s)
+    })
+    .await;
+    assert_eq!(
+        status, "Failed",
+        "replicaTimeout 2 s kills a process that never exits"
+    );
+
+    // A second execution, stopped by the API.
+    let (_, _, v) = lab.call("POST", &format!("{}/start?{AV}", lab.job_url("sweep")), Some(json!({"containers": [{"name": "worker", "env": [{"name": "APP_NAME", "value": "override"}]}]}))).await;
+    let exec2 = v["name"].as_str().unwrap().to_string();
+    let (code, _, _) = lab
+        .call(
+            "POST",
+            &format!("{}/executions/{exec2}/stop?{AV}", lab.job_url("sweep")),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200);
+    let status = eventually(Duration::from_secs(20), "execution stopped", || async {
+        let (_, _, v) = lab
+            .call(
+                "GET",
+                &format!("{}/executions/{exec2}?{AV}", lab.job_url("sweep")),
+                None,
+            )
+            .await;
+        let s = v["properties"]["status"].as_str()?.to_string();
+        (s != "Running").then_some(s)
+    })
+    .await;
+    assert_eq!(status, "Stopped");
+    let (_, _, v) = lab
+        .call(
+            "GET",
+            &format!("{}/executions?{AV}", lab.job_url("sweep")),
+            None,
+        )
+        .await;
+    assert_eq!(v["value"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        v["value"][0]["properties"]["template"]["containers"][0]["env"][0]["value"],
+        "override"
+    );
+    let console = lab.console_rows();
+    assert!(console.iter().any(|r| r["JobName_s"] == "sweep"));
+    lab.stop().await;
+}
