@@ -6,6 +6,19 @@
 //! [`run`] is the whole program (the binary only parses [`Config`]); [`run_with`] lets tests
 //! supply the termination signal and learn the bound address; [`routes::router`] is the router
 //! alone, for in-process `oneshot` tests.
+//!
+//! | endpoint | answers |
+//! |---|---|
+//! | `GET /` | `{status_code, status, app, revision, replica, generation, ...}`; 503 `warming` before startup; `REQUEST_DELAY_MS` sleep, `WORK_MS` CPU burn |
+//! | `GET /startup`, `/healthz`, `/ready`, `/readyz`, `/live`, `/livez` | probes: see [`probes`] |
+//! | `GET /delay?seconds=N`, `/slow?seconds=N`, `/cpu?seconds=N` | sleep / burn N s (`0..=MAX_REQUEST_SECONDS`) |
+//! | `GET /status[?code=N]` | `{zombie, deadlocked, inflight, started, ready, draining, uptime_s, revision, replica, generation}`, with status N (200..=599) |
+//! | `GET /dependency/health` (main mode) | checks `DEPENDENCY_URL`: 200 or 503 with `{ok, target, status, dur_ms, error}`; 409 when unset |
+//! | `GET /health` (dependency mode) | 200 `healthy`, or 503 `unhealthy` / `failed` per `DEPENDENCY_HEALTHY`, `DEPENDENCY_DELAY_MS`, `DEPENDENCY_FAIL_RATE` |
+//! | `GET`/`POST /admin/dependency` (dependency mode, token) | read / change `{healthy, delay_ms, fail_rate}` at run time |
+//! | `POST /simulate/{zombie,deadlock,reset,crash?code=N}` (token) | see [`simulate`] |
+//!
+//! Anything else: 404 / 405 with a JSON `{error}`; bad parameters: 400 with a JSON `{error}`.
 
 pub mod concurrency;
 pub mod config;
