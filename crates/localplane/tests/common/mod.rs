@@ -62,6 +62,41 @@ impl Lab {
         }
     }
 
+    /// A localplane on the Docker runtime, or `None` when `PROBELAB_SKIP_DOCKER=1`.
+    /// Fails loudly when Docker or the images are missing.
+    pub async fn docker() -> Option<Lab> {
+        if std::env::var("PROBELAB_SKIP_DOCKER").is_ok_and(|v| v == "1") {
+            eprintln!("PROBELAB_SKIP_DOCKER=1: skipping a Docker test");
+            return None;
+        }
+        for image in ["probelab/subject:dev", "probelab/loadgen:dev"] {
+            let out = std::process::Command::new("docker")
+                .args(["image", "inspect", image])
+                .output()
+                .expect("the `docker` CLI is needed for Docker tests (set PROBELAB_SKIP_DOCKER=1 to skip them)");
+            assert!(
+                out.status.success(),
+                "image {image} is missing: build it with scripts/build-images.sh (or set PROBELAB_SKIP_DOCKER=1)"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let lp = localplane::start(LocalplaneConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            state_dir: dir.path().join("state"),
+            evidence_dir: dir.path().join("evidence"),
+            runtime: RuntimeKind::Docker,
+        })
+        .await
+        .expect("localplane on Docker (is the engine running? set PROBELAB_SKIP_DOCKER=1 to skip)");
+        let base = lp.base_url();
+        Some(Lab {
+            lp: Some(lp),
+            base,
+            dir,
+            client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
+        })
+    }
+
     pub fn app_url(&self, app: &str) -> String {
         format!(
             "{}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/containerApps/{app}",
@@ -129,6 +164,38 @@ impl Lab {
                 .await
                 .expect("shutdown within 60 s")
                 .unwrap();
+        }
+    }
+}
+
+impl Drop for Lab {
+    /// Guard: whatever a failed test left behind in Docker goes (by owner label).
+    fn drop(&mut self) {
+        let state = self.dir.path().join("state");
+        let owner = localplane::runtime::docker::owner_id(&state);
+        if let Ok(out) = std::process::Command::new("docker")
+            .args([
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=probelab.owner={owner}"),
+            ])
+            .output()
+        {
+            let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+            if !ids.is_empty() {
+                let _ = std::process::Command::new("docker")
+                    .arg("rm")
+                    .arg("-f")
+                    .args(&ids)
+                    .output();
+            }
+            let _ = std::process::Command::new("docker")
+                .args(["network", "rm", &format!("probelab-lp-{owner}")])
+                .output();
         }
     }
 }
