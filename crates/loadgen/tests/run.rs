@@ -94,6 +94,9 @@ async fn handle(
     if req.uri().path() == "/close" {
         resp = resp.header("connection", "close");
     }
+    if req.uri().path() == "/fail" {
+        resp = resp.status(503);
+    }
     Ok(resp.body(Full::new(Bytes::from_static(b"ok"))).unwrap())
 }
 
@@ -554,4 +557,93 @@ async fn sigterm_flushes_the_open_bucket_and_the_summary() {
     assert!(
         matches!(lines.last(), Some(Line::Meta(m)) if m.phase == labkit::event::MetaPhase::End)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_classified_reset_timeout_and_http_5xx_without_ending_the_run() {
+    // A server that accepts and hangs up before answering: `reset`.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            drop(s);
+        }
+    });
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "20",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert_eq!(
+        (s.count, s.errors.get("reset")),
+        (20, Some(&20)),
+        "{:?}",
+        s.errors
+    );
+
+    let srv = Server::start().await;
+    let slow = srv.url("/slow?ms=2000");
+    let lines = run(&[
+        "--url",
+        &slow,
+        "--rate",
+        "10",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+        "--timeout",
+        "300ms",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert_eq!(
+        (s.count, s.errors.get("timeout")),
+        (10, Some(&10)),
+        "{:?}",
+        s.errors
+    );
+
+    let fail = srv.url("/fail");
+    let lines = run(&[
+        "--url",
+        &fail,
+        "--rate",
+        "10",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert_eq!(s.errors.get("http_5xx"), Some(&10), "{:?}", s.errors);
+    assert_eq!(s.status.get("503"), Some(&10));
+    assert!(
+        reqs(&lines, "main")
+            .iter()
+            .all(|r| r.code == Some(503) && !r.ok)
+    );
+    // --ok-status can make a 503 count as ok.
+    let lines = run(&[
+        "--url",
+        &fail,
+        "--rate",
+        "10",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+        "--ok-status",
+        "200-599",
+    ])
+    .await;
+    assert_eq!(summary(&lines, "main").ok, 10);
 }
