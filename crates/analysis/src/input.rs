@@ -476,11 +476,145 @@ struct ReqB<'a> {
     replica: Option<&'a str>,
 }
 
+/// A scalar value of a flat JSON object, borrowed from the line.
+#[derive(Clone, Copy)]
+enum Scalar<'a> {
+    Str(&'a str),
+    Num(&'a str),
+    Bool(bool),
+    Null,
+}
+
+/// Walks a flat JSON object (string keys; scalar values; no escapes) calling `f` per pair.
+/// `None` when the line is anything else, so the caller falls back to serde.
+fn scan_flat<'a>(s: &'a str, mut f: impl FnMut(&'a str, Scalar<'a>)) -> Option<()> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let ws = |i: &mut usize| {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    let string = |i: &mut usize| -> Option<&'a str> {
+        // at the opening quote
+        let start = *i + 1;
+        let end = start + memchr::memchr2(b'"', b'\\', &b[start..])?;
+        if b[end] != b'"' {
+            return None;
+        }
+        *i = end + 1;
+        s.get(start..end)
+    };
+    ws(&mut i);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        ws(&mut i);
+        match b.get(i)? {
+            b'}' => return Some(()),
+            b'"' => {}
+            _ => return None,
+        }
+        let key = string(&mut i)?;
+        ws(&mut i);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i += 1;
+        ws(&mut i);
+        let v = match b.get(i)? {
+            b'"' => Scalar::Str(string(&mut i)?),
+            b't' if b[i..].starts_with(b"true") => {
+                i += 4;
+                Scalar::Bool(true)
+            }
+            b'f' if b[i..].starts_with(b"false") => {
+                i += 5;
+                Scalar::Bool(false)
+            }
+            b'n' if b[i..].starts_with(b"null") => {
+                i += 4;
+                Scalar::Null
+            }
+            c if *c == b'-' || c.is_ascii_digit() => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                {
+                    i += 1;
+                }
+                Scalar::Num(s.get(start..i)?)
+            }
+            _ => return None,
+        };
+        f(key, v);
+        ws(&mut i);
+        match b.get(i)? {
+            b',' => i += 1,
+            b'}' => return Some(()),
+            _ => return None,
+        }
+    }
+}
+
+/// The fast path for `req` lines: a flat scan, no allocation. `None` falls back to serde.
+fn fast_req(s: &str) -> Option<ReqB<'_>> {
+    let mut r = ReqB {
+        ts: "",
+        run_id: None,
+        perturbation_id: None,
+        scenario: None,
+        scheduled_ts: "",
+        code: None,
+        dur_ms: f64::NAN,
+        ok: false,
+        err_class: None,
+        err_msg: None,
+        revision: None,
+        replica: None,
+    };
+    let mut ok_seen = false;
+    let mut bad = false;
+    scan_flat(s, |k, v| match (k, v) {
+        ("ts", Scalar::Str(x)) => r.ts = x,
+        ("scheduled_ts", Scalar::Str(x)) => r.scheduled_ts = x,
+        ("run_id", Scalar::Str(x)) => r.run_id = Some(x),
+        ("perturbation_id", Scalar::Str(x)) => r.perturbation_id = Some(x),
+        ("scenario", Scalar::Str(x)) => r.scenario = Some(x),
+        ("code", Scalar::Num(x)) => match x.parse() {
+            Ok(c) => r.code = Some(c),
+            Err(_) => bad = true,
+        },
+        ("dur_ms", Scalar::Num(x)) => r.dur_ms = x.parse().unwrap_or(f64::NAN),
+        ("ok", Scalar::Bool(x)) => {
+            r.ok = x;
+            ok_seen = true;
+        }
+        ("err_class", Scalar::Str(x)) => r.err_class = Some(x),
+        ("err_msg", Scalar::Str(x)) => r.err_msg = Some(x),
+        ("revision", Scalar::Str(x)) => r.revision = Some(x),
+        ("replica", Scalar::Str(x)) => r.replica = Some(x),
+        (_, Scalar::Null) => {}
+        ("kind" | "send_dur_ms", _) => {}
+        (
+            "ts" | "scheduled_ts" | "run_id" | "perturbation_id" | "scenario" | "code" | "dur_ms"
+            | "ok" | "err_class" | "err_msg" | "revision" | "replica",
+            _,
+        ) => bad = true,
+        _ => {}
+    })?;
+    (!bad && ok_seen && r.dur_ms.is_finite() && !r.ts.is_empty() && !r.scheduled_ts.is_empty())
+        .then_some(r)
+}
+
 /// One of our JSON lines (raw, from `Log_s`, or from a k6 `msg`).
 fn json_line(acc: &mut Acc, s: &str, loc: &Loc, top: bool) {
     if peek_kind(s) == Some("req")
-        && let Ok(r) = serde_json::from_str::<ReqB<'_>>(s)
-        && let (Some(ts), Some(sched)) = (parse_ms(r.ts), parse_ms(r.scheduled_ts))
+        && let Some(r) = fast_req(s).or_else(|| serde_json::from_str::<ReqB<'_>>(s).ok())
+        && let Some(ts) = parse_ms(r.ts)
+        // The scheduled time is only kept for failed requests; skip parsing it otherwise.
+        && let Some(sched) = if r.ok { Some(ts) } else { parse_ms(r.scheduled_ts) }
     {
         acc.stats.kind("req");
         req(
@@ -635,7 +769,9 @@ fn code_str(c: u16, buf: &mut [u8; 5]) -> &str {
 }
 
 pub(crate) fn req(acc: &mut Acc, r: ReqIn<'_>) {
-    let win = window_start_ms(r.scheduled_ms, acc.window_ms);
+    // Binned by completion time (`ts`), as loadgen's own buckets count a request in the window
+    // it completes in.
+    let win = window_start_ms(r.ts_ms, acc.window_ms);
     let keep_failed = !r.ok && acc.failed.len() < MAX_FAILED;
     if !r.ok && !keep_failed {
         acc.stats.failed_overflow += 1;
@@ -905,6 +1041,26 @@ mod tests {
     fn peek_kind_reads_the_tag() {
         assert_eq!(peek_kind(r#"{"kind": "req","ts":"x"}"#), Some("req"));
         assert_eq!(peek_kind(r#"{"ts":"x"}"#), None);
+    }
+
+    #[test]
+    fn the_fast_req_path_agrees_with_serde_and_declines_what_it_cannot_read() {
+        let line = r#"{"kind":"req","ts":"2026-06-12T14:18:20.123Z","run_id":"r","scenario":"main","scheduled_ts":"2026-06-12T14:18:20.100Z","code":503,"dur_ms":23.5,"ok":false,"err_class":"http_5xx","revision":"a","replica":null}"#;
+        let f = fast_req(line).unwrap();
+        let s: ReqB<'_> = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            (f.ts, f.code, f.dur_ms, f.ok),
+            (s.ts, s.code, s.dur_ms, s.ok)
+        );
+        assert_eq!(
+            (f.err_class, f.revision, f.replica),
+            (Some("http_5xx"), Some("a"), None)
+        );
+        // escapes, nested values, wrong types and missing fields go to serde
+        assert!(fast_req(&line.replace("http_5xx", "http\\u0035xx")).is_none());
+        assert!(fast_req(&line.replace(r#""code":503"#, r#""code":{"a":1}"#)).is_none());
+        assert!(fast_req(&line.replace(r#""code":503"#, r#""code":"503""#)).is_none());
+        assert!(fast_req(&line.replace(r#""ok":false,"#, "")).is_none());
     }
 
     #[test]

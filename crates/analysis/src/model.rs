@@ -213,7 +213,7 @@ pub struct RunData {
     pub buckets: BTreeMap<i64, BucketWindow>,
     /// Source window lengths seen on bucket lines (seconds).
     pub bucket_source_windows: BTreeSet<u64>,
-    /// Windows from `req` lines, by aligned window start (ms) of the scheduled time.
+    /// Windows from `req` lines, by aligned window start (ms) of their completion time (`ts`).
     pub reqs: BTreeMap<i64, ReqWindow>,
     pub req_first_ms: Option<i64>,
     pub req_last_ms: Option<i64>,

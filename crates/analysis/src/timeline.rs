@@ -417,10 +417,7 @@ pub fn forensics(
             .failed
             .iter()
             .filter(|f| {
-                f.run_id == r.run_id
-                    && f.scenario == r.scenario
-                    && f.scheduled_ms >= a
-                    && f.scheduled_ms < b
+                f.run_id == r.run_id && f.scenario == r.scenario && f.ts_ms >= a && f.ts_ms < b
             })
             .collect();
         let events: Vec<&SystemEvent> = acc
@@ -474,10 +471,14 @@ pub fn forensics(
         } else if let Some(e) = cuts.first() {
             (
                 format!(
-                    "coincides with {} of {} {} at {} (±30 s)",
+                    "coincides with {} of {} at {} (±30 s)",
                     e.reason,
-                    e.app,
-                    e.replica,
+                    [e.app.as_str(), e.revision.as_str(), e.replica.as_str()]
+                        .iter()
+                        .filter(|s| !s.is_empty())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join("/"),
                     iso_s(e.ts_ms)
                 ),
                 Level::Correlated.capped(cap),

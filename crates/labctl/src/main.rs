@@ -40,6 +40,18 @@ struct Cli {
 enum Command {
     Analyze(cmd::analyze::Args),
     Report(cmd::report::Args),
+    /// Run a lab end to end (`lab run LAB --profile quick`).
+    Lab(cmd::lab::Args),
+    /// Drive one phase by hand against deployed apps and jobs (the original trigger.sh).
+    Trigger(cmd::trigger::Args),
+    /// Start a Container Apps job with env changes (update-then-start or override).
+    Job(cmd::job::Args),
+    /// Run localplane in the foreground, stop it, or ask whether it runs.
+    Local(cmd::local::Args),
+    /// Pull the log tables from Log Analytics.
+    Logs(cmd::logs::Args),
+    /// Check an evidence pack against its manifest.sha256.
+    Verify(cmd::verify::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +59,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Report(a) => cmd::report::run(a),
+        Command::Lab(a) => cmd::lab::run(a),
+        Command::Trigger(a) => cmd::trigger::run(a),
+        Command::Job(a) => cmd::job::run(a),
+        Command::Local(a) => cmd::local::run(a),
+        Command::Logs(a) => cmd::logs::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -55,9 +55,18 @@ pub fn out_dir(inputs: &[PathBuf], out: Option<PathBuf>) -> anyhow::Result<PathB
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let out = out_dir(&args.inputs, args.out)?;
     let opts = args.rule.options(&out);
+    let t0 = std::time::Instant::now();
     let a = analysis::analyze(&args.inputs, &opts).context("analysis failed")?;
+    let t1 = std::time::Instant::now();
     pack::write(&a, &out, pack::Parts::All)
         .with_context(|| format!("writing the evidence pack to {} (use --out)", out.display()))?;
+    if std::env::var_os("LABCTL_TIMINGS").is_some() {
+        eprintln!(
+            "timings: read+compute {:.3} s, write pack {:.3} s",
+            (t1 - t0).as_secs_f64(),
+            t1.elapsed().as_secs_f64()
+        );
+    }
     print_summary(&a, &out);
     Ok(match a.verdict.verdict {
         Outcome::Held => exit::HELD,

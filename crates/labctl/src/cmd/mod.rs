@@ -1,7 +1,13 @@
 //! One module per `labctl` command, plus the flags they share.
 
 pub mod analyze;
+pub mod job;
+pub mod lab;
+pub mod local;
+pub mod logs;
 pub mod report;
+pub mod trigger;
+pub mod verify;
 
 use std::path::{Path, PathBuf};
 
