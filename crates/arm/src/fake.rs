@@ -116,15 +116,20 @@ impl FakeArm {
         });
     }
 
-    /// An app with `n_revisions` revisions (`{app}--{i}`, the last active with 100 % traffic)
-    /// of `replicas` replicas each.
+    /// An app with `n_revisions` revisions (`{app}--r{i}`); the last is active with 100 %
+    /// traffic and `replicas` replicas, the others inactive with none.
     pub fn add_simple_app(&self, app: &str, n_revisions: usize, replicas: usize) {
         let revisions = (0..n_revisions)
             .map(|i| {
                 let name = format!("{app}--r{i}");
                 let last = i + 1 == n_revisions;
                 FakeRevision {
-                    replicas: (0..replicas).map(|k| format!("{name}-rep{k}")).collect(),
+                    // Only the active revision runs replicas, as after a finished rollout.
+                    replicas: if last {
+                        (0..replicas).map(|k| format!("{name}-rep{k}")).collect()
+                    } else {
+                        Vec::new()
+                    },
                     name,
                     active: last,
                     traffic_weight: if last { 100 } else { 0 },
@@ -396,4 +401,144 @@ fn route(
         }
         _ => arm_error(StatusCode::NOT_FOUND, "NotFound", "no such route"),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Container Apps / App Service managed identity endpoint.
+
+/// One token request the fake identity endpoint received.
+#[derive(Clone, Debug)]
+pub struct IdentityRequest {
+    /// The `X-IDENTITY-HEADER` value (tests compare it with the secret they set).
+    pub identity_header: Option<String>,
+    pub api_version: Option<String>,
+    pub resource: Option<String>,
+    pub client_id: Option<String>,
+    /// Status answered (400 when a check failed).
+    pub status: u16,
+}
+
+struct IdentityState {
+    header_secret: String,
+    client_id: Option<String>,
+    lifetime_s: i64,
+    token_prefix: String,
+    issued: u32,
+    requests: Vec<IdentityRequest>,
+}
+
+/// A fake `IDENTITY_ENDPOINT`: checks `X-IDENTITY-HEADER`, `api-version=2019-08-01` and
+/// `client_id`, and answers `{"access_token": "<prefix>-<n>", "expires_on": "<unix secs>", ...}`
+/// with `expires_on` as a string, as Container Apps does. Binds 127.0.0.1 only.
+pub struct FakeIdentity {
+    addr: SocketAddr,
+    state: Arc<Mutex<IdentityState>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeIdentity {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeIdentity {
+    /// Starts the endpoint. Tokens are `<token_prefix>-1`, `-2`, ..., each valid `lifetime_s`.
+    pub async fn start(
+        header_secret: &str,
+        client_id: Option<&str>,
+        token_prefix: &str,
+        lifetime_s: i64,
+    ) -> std::io::Result<FakeIdentity> {
+        let state = Arc::new(Mutex::new(IdentityState {
+            header_secret: header_secret.to_owned(),
+            client_id: client_id.map(str::to_owned),
+            lifetime_s,
+            token_prefix: token_prefix.to_owned(),
+            issued: 0,
+            requests: Vec::new(),
+        }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let app = Router::new()
+            .fallback(identity_handle)
+            .with_state(state.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(FakeIdentity { addr, state, task })
+    }
+
+    /// The value for `IDENTITY_ENDPOINT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}/msi/token", self.addr)
+    }
+
+    /// Every token request so far.
+    pub fn requests(&self) -> Vec<IdentityRequest> {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .requests
+            .clone()
+    }
+
+    /// Tokens issued so far.
+    pub fn issued(&self) -> u32 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).issued
+    }
+}
+
+async fn identity_handle(
+    State(state): State<Arc<Mutex<IdentityState>>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let query: BTreeMap<String, String> =
+        url::form_urlencoded::parse(uri.query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    let mut req = IdentityRequest {
+        identity_header: headers
+            .get("x-identity-header")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        api_version: query.get("api-version").cloned(),
+        resource: query.get("resource").cloned(),
+        client_id: query.get("client_id").cloned(),
+        status: 200,
+    };
+    let ok = req.identity_header.as_deref() == Some(s.header_secret.as_str())
+        && req.api_version.as_deref() == Some("2019-08-01")
+        && req.resource.is_some()
+        && req.client_id == s.client_id;
+    if !ok {
+        req.status = 400;
+        s.requests.push(req);
+        return (
+            StatusCode::BAD_REQUEST,
+            [("content-type", "application/json")],
+            json!({"error": "invalid_request", "error_description": "checks failed"}).to_string(),
+        )
+            .into_response();
+    }
+    s.issued += 1;
+    let token = format!("{}-{}", s.token_prefix, s.issued);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let resource = req.resource.clone().unwrap_or_default();
+    s.requests.push(req);
+    json_ok(
+        StatusCode::OK,
+        json!({
+            "access_token": token,
+            "expires_on": (now + s.lifetime_s).to_string(),
+            "resource": resource,
+            "token_type": "Bearer",
+            "client_id": s.client_id.clone().unwrap_or_default(),
+        }),
+    )
 }

@@ -1,0 +1,252 @@
+//! The sampling window: a start marker, ticks at absolute times, an end marker.
+//!
+//! This is the one tick loop of probelab; `audit` runs it too (with its own interval, window and
+//! labels). The schedule is `start + k * interval` for `k in 0..ticks`, measured on the
+//! monotonic clock (`tokio::time::Instant`, so tests can pause time):
+//!
+//! - A tick's ARM calls get the end of the tick's slot (`start + (k+1) * interval`) as their
+//!   deadline: no retry is started that could not finish in the slot, and an in-flight call is
+//!   cut at the slot's end. Work therefore never pushes the next tick back; failures become
+//!   `SamplerError` lines and the schedule goes on.
+//! - A tick that nevertheless starts late (a stalled machine) by more than [`LATE_REPORT`] is
+//!   reported as `SamplerError { operation: "tick_late", late_ms }`. Ticks missed entirely (more
+//!   than one interval late) are not run: each is reported as `tick_skipped`, and the loop goes
+//!   on with the tick now due. Never `sleep(interval)` after the work: there is no drift.
+//! - Every line of a tick carries the tick's number and its start time as `ts` (the wall clock at
+//!   the window's start plus monotonic time elapsed), so a tick's lines group together.
+//! - The end marker is written when the window ends (`start + duration`), or at once when the
+//!   shutdown future completes (SIGTERM), with the ticks scheduled and completed.
+
+use std::future::Future;
+use std::time::Duration;
+
+use arm::{ArmClient, Scope};
+use labkit::Timestamp;
+use labkit::event::{MarkerPhase, PerturbationWindowMarker, SamplerError};
+use tokio::time::Instant;
+
+use crate::sink::Sink;
+use crate::tick::{LineContext, sample_tick};
+
+/// A tick starting later than this is reported as `tick_late`.
+pub const LATE_REPORT: Duration = Duration::from_millis(50);
+
+/// What one window samples, and how often.
+#[derive(Clone, Debug)]
+pub struct Window {
+    pub scope: Scope,
+    pub apps: Vec<String>,
+    pub interval: Duration,
+    pub duration: Duration,
+    pub ctx: LineContext,
+}
+
+impl Window {
+    /// How many ticks fit: `floor(duration / interval)`, at least one.
+    pub fn ticks(&self) -> u64 {
+        ticks_in(self.duration, self.interval)
+    }
+}
+
+/// `floor(duration / interval)`, at least one.
+pub fn ticks_in(duration: Duration, interval: Duration) -> u64 {
+    if interval.is_zero() {
+        return 1;
+    }
+    let n = duration.as_nanos() / interval.as_nanos();
+    u64::try_from(n).unwrap_or(u64::MAX).max(1)
+}
+
+/// How a window went.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub ticks_scheduled: u64,
+    /// Ticks that ran (whether or not all their calls succeeded).
+    pub ticks_run: u64,
+    /// Ticks all of whose calls succeeded.
+    pub ticks_completed: u64,
+    /// Ticks not run because the loop was more than an interval late.
+    pub ticks_skipped: u64,
+    /// `SamplerError` lines written.
+    pub errors: u64,
+    /// The shutdown future fired before the window ended.
+    pub interrupted: bool,
+}
+
+fn wall_at(wall0: Timestamp, elapsed: Duration) -> Timestamp {
+    chrono::Duration::from_std(elapsed)
+        .ok()
+        .and_then(|d| wall0.0.checked_add_signed(d))
+        .map(Timestamp)
+        .unwrap_or(wall0)
+}
+
+/// `interval * k`, saturating.
+pub fn offset(interval: Duration, k: u64) -> Duration {
+    let nanos = interval.as_nanos().saturating_mul(u128::from(k));
+    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Runs one window: start marker, ticks, end marker. Returns when the window is over or
+/// `shutdown` completes.
+pub async fn run_window(
+    window: &Window,
+    client: &ArmClient,
+    sink: &dyn Sink,
+    shutdown: impl Future<Output = ()>,
+) -> Outcome {
+    let ctx = &window.ctx;
+    let ticks = window.ticks();
+    let interval = window.interval;
+    let start = Instant::now();
+    let wall0 = Timestamp::now();
+    let mut out = Outcome {
+        ticks_scheduled: ticks,
+        ..Outcome::default()
+    };
+    sink.emit(marker(window, wall0, MarkerPhase::Start, None).into());
+    tokio::pin!(shutdown);
+
+    let mut k: u64 = 0;
+    'ticks: while k < ticks {
+        let due = start + offset(interval, k);
+        tokio::select! {
+            _ = tokio::time::sleep_until(due) => {}
+            _ = &mut shutdown => { out.interrupted = true; break 'ticks; }
+        }
+        let now = Instant::now();
+        let mut late = now.saturating_duration_since(due);
+        // Missed whole slots: report them, then run the tick that is due now.
+        let behind = u64::try_from(late.as_nanos() / interval.as_nanos()).unwrap_or(u64::MAX);
+        if behind > 0 {
+            let ts = wall_at(wall0, now - start);
+            for j in k..(k + behind).min(ticks) {
+                let due_j = start + offset(interval, j);
+                sink.emit(
+                    SamplerError {
+                        tick: Some(j),
+                        late_ms: Some(ms(now.saturating_duration_since(due_j))),
+                        ..ctx.error(
+                            ts,
+                            "tick_skipped",
+                            "tick not run: the sampler was more than one interval late".into(),
+                        )
+                    }
+                    .into(),
+                );
+                out.errors += 1;
+                out.ticks_skipped += 1;
+            }
+            k += behind;
+            if k >= ticks {
+                break;
+            }
+            late = now.saturating_duration_since(start + offset(interval, k));
+        }
+        let ts = wall_at(wall0, now - start);
+        if late > LATE_REPORT {
+            sink.emit(
+                SamplerError {
+                    tick: Some(k),
+                    late_ms: Some(ms(late)),
+                    ..ctx.error(
+                        ts,
+                        "tick_late",
+                        format!("tick started {} ms after its scheduled time", ms(late)),
+                    )
+                }
+                .into(),
+            );
+            out.errors += 1;
+        }
+        let slot_end = start + offset(interval, k + 1);
+        let tick_client = client.with_deadline(slot_end);
+        let work = sample_tick(&tick_client, &window.scope, &window.apps, ctx, k, ts);
+        let result = tokio::select! {
+            r = work => r,
+            _ = &mut shutdown => { out.interrupted = true; break 'ticks; }
+        };
+        for line in result.lines {
+            sink.emit(line);
+        }
+        out.ticks_run += 1;
+        out.errors += result.errors as u64;
+        if result.errors == 0 {
+            out.ticks_completed += 1;
+        }
+        k += 1;
+    }
+
+    if !out.interrupted {
+        let end = start + window.duration;
+        tokio::select! {
+            _ = tokio::time::sleep_until(end) => {}
+            _ = &mut shutdown => { out.interrupted = true; }
+        }
+    }
+    let ts_end = wall_at(wall0, Instant::now() - start);
+    if out.interrupted {
+        sink.emit(
+            ctx.error(
+                ts_end,
+                "interrupted",
+                format!(
+                    "shutdown signal before the window ended: {} of {} ticks run",
+                    out.ticks_run, out.ticks_scheduled
+                ),
+            )
+            .into(),
+        );
+        out.errors += 1;
+    }
+    sink.emit(marker(window, ts_end, MarkerPhase::End, Some(&out)).into());
+    out
+}
+
+fn marker(
+    window: &Window,
+    ts: Timestamp,
+    phase: MarkerPhase,
+    outcome: Option<&Outcome>,
+) -> PerturbationWindowMarker {
+    PerturbationWindowMarker {
+        ts,
+        run_id: window.ctx.run_id.clone(),
+        perturbation_id: window.ctx.perturbation_id.clone(),
+        sampler: Some(window.ctx.sampler.clone()),
+        phase,
+        apps: window.apps.clone(),
+        interval_s: Some(window.interval.as_secs_f64()),
+        duration_s: Some(window.duration.as_secs_f64()),
+        ticks_scheduled: outcome.map(|o| o.ticks_scheduled),
+        ticks_completed: outcome.map(|o| o.ticks_completed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_whole_intervals_in_the_window() {
+        let s = Duration::from_secs;
+        assert_eq!(ticks_in(s(600), s(5)), 120);
+        assert_eq!(ticks_in(s(200), s(30)), 6);
+        assert_eq!(ticks_in(s(60), s(1)), 60);
+        assert_eq!(ticks_in(s(1), s(5)), 1);
+        assert_eq!(ticks_in(s(1), Duration::ZERO), 1);
+    }
+
+    #[test]
+    fn wall_time_follows_monotonic_elapsed() {
+        let t0: Timestamp = "2026-06-12T14:18:20.000Z".parse().unwrap();
+        assert_eq!(
+            wall_at(t0, Duration::from_millis(5_250)).to_string(),
+            "2026-06-12T14:18:25.250Z"
+        );
+    }
+}

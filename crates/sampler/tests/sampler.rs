@@ -1,0 +1,423 @@
+//! The perturbation sampler in-process against the fake ARM (`arm::fake`), and as a process
+//! against a fake managed identity endpoint.
+//!
+//! One test is long on purpose: `cadence_holds_over_60_s_at_1_s` checks the absolute-time
+//! schedule over a real minute. The others take a few seconds each and run beside it.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failure is the test failing
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::Duration;
+
+use arm::fake::{FakeArm, FakeIdentity};
+use arm::{ArmClient, ClientConfig, TokenSource};
+use clap::Parser;
+use labkit::event::Line;
+use sampler::SamplerConfig;
+use sampler::sink::Memory;
+
+fn config(base: &str, apps: &str, interval: &str, duration: &str) -> SamplerConfig {
+    SamplerConfig::try_parse_from([
+        "perturbation-sampler",
+        "--subscription-id",
+        "00000000-0000-0000-0000-000000000000",
+        "--resource-group",
+        "rg",
+        "--container-app-names",
+        apps,
+        "--arm-endpoint",
+        base,
+        "--arm-token-source",
+        "none",
+        "--perturbation-id",
+        "p-test",
+        "--interval",
+        interval,
+        "--duration",
+        duration,
+    ])
+    .unwrap()
+}
+
+fn client(cfg: &SamplerConfig) -> ArmClient {
+    let mut c: ClientConfig = cfg.arm.client_config();
+    c.retry.base_delay = Duration::from_millis(50);
+    ArmClient::new(c, TokenSource::none()).unwrap()
+}
+
+fn tick_of(line: &Line) -> Option<u64> {
+    match line {
+        Line::RevisionStateSample(s) => s.tick,
+        Line::ReplicaInventorySample(s) => s.tick,
+        _ => None,
+    }
+}
+
+fn ts_ms(line: &Line) -> i64 {
+    match line {
+        Line::RevisionStateSample(s) => s.ts.epoch_ms(),
+        Line::ReplicaInventorySample(s) => s.ts.epoch_ms(),
+        Line::PerturbationWindowMarker(m) => m.ts.epoch_ms(),
+        Line::SamplerError(e) => e.ts.epoch_ms(),
+        _ => 0,
+    }
+}
+
+/// Tick number -> the `ts` of its sample lines (all of a tick's lines share it).
+fn tick_starts(lines: &[Line]) -> BTreeMap<u64, i64> {
+    let mut out = BTreeMap::new();
+    for l in lines {
+        if let Some(t) = tick_of(l) {
+            let prev = out.insert(t, ts_ms(l));
+            assert!(prev.is_none() || prev == Some(ts_ms(l)), "one ts per tick");
+        }
+    }
+    out
+}
+
+/// Asserts every tick in `starts` began within `tol_ms` of `start + k * interval`.
+fn assert_on_schedule(lines: &[Line], starts: &BTreeMap<u64, i64>, interval_ms: i64, tol_ms: i64) {
+    let Line::PerturbationWindowMarker(start) = &lines[0] else {
+        panic!("first line is the start marker: {:?}", lines[0]);
+    };
+    let t0 = start.ts.epoch_ms();
+    for (k, ts) in starts {
+        let due = t0 + *k as i64 * interval_ms;
+        assert!(
+            (ts - due).abs() <= tol_ms,
+            "tick {k} started {} ms off schedule",
+            ts - due
+        );
+    }
+}
+
+fn errors(lines: &[Line]) -> Vec<&labkit::event::SamplerError> {
+    lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::SamplerError(e) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn samples_appear_for_each_revision_and_replica_between_markers() {
+    let fake = FakeArm::start().await.unwrap();
+    fake.add_simple_app("subject", 2, 3); // r0 inactive (listed, no replicas), r1 active
+    fake.add_simple_app("dependency", 1, 2);
+    let cfg = config(&fake.base_url(), "subject,dependency", "200ms", "1s");
+    let sink = Memory::default();
+    let out = sampler::run_with(&cfg, &client(&cfg), &sink, std::future::pending())
+        .await
+        .unwrap();
+    let lines = sink.lines();
+    assert_eq!(out.ticks_scheduled, 5);
+    assert_eq!(out.ticks_completed, 5, "{lines:#?}");
+    assert!(!out.interrupted);
+    assert!(
+        matches!(lines.first(), Some(Line::PerturbationWindowMarker(m)) if m.phase == labkit::event::MarkerPhase::Start)
+    );
+    let Some(Line::PerturbationWindowMarker(end)) = lines.last() else {
+        panic!("last line is the end marker");
+    };
+    assert_eq!(end.phase, labkit::event::MarkerPhase::End);
+    assert_eq!(
+        (end.ticks_scheduled, end.ticks_completed),
+        (Some(5), Some(5))
+    );
+    for tick in 0..5 {
+        let mut revs = Vec::new();
+        let mut reps = Vec::new();
+        for l in &lines {
+            match l {
+                Line::RevisionStateSample(s) if s.tick == Some(tick) => {
+                    assert_eq!(s.perturbation_id.as_deref(), Some("p-test"));
+                    assert_eq!(s.sampler.as_deref(), Some("perturbation-sampler"));
+                    revs.push(format!("{}/{}", s.app, s.revision));
+                }
+                Line::ReplicaInventorySample(s) if s.tick == Some(tick) => {
+                    assert_eq!(s.running_state, "Running");
+                    assert!(s.containers[0].ready);
+                    reps.push(s.replica.clone());
+                }
+                _ => {}
+            }
+        }
+        revs.sort();
+        reps.sort();
+        assert_eq!(
+            revs,
+            [
+                "dependency/dependency--r0",
+                "subject/subject--r0",
+                "subject/subject--r1"
+            ],
+            "tick {tick}"
+        );
+        assert_eq!(
+            reps,
+            [
+                "dependency--r0-rep0",
+                "dependency--r0-rep1",
+                "subject--r1-rep0",
+                "subject--r1-rep1",
+                "subject--r1-rep2"
+            ],
+            "tick {tick}"
+        );
+    }
+    // The original KQL's field names are on the wire.
+    let json = lines[1].to_json();
+    for f in [
+        "\"app\"",
+        "\"revision\"",
+        "\"active\"",
+        "\"replicas\"",
+        "\"traffic_weight\"",
+        "\"provisioning_state\"",
+    ] {
+        assert!(
+            json.contains(f) || !json.contains("RevisionStateSample"),
+            "{f} in {json}"
+        );
+    }
+    assert!(errors(&lines).is_empty());
+}
+
+#[tokio::test]
+async fn a_hanging_call_is_cut_at_its_slot_and_the_next_tick_starts_on_time() {
+    let fake = FakeArm::start().await.unwrap();
+    fake.add_simple_app("subject", 1, 1);
+    fake.set_hang(Duration::from_secs(5));
+    let cfg = config(&fake.base_url(), "subject", "500ms", "3s");
+    let sink = Memory::default();
+    let arm = client(&cfg);
+    let run = sampler::run_with(&cfg, &arm, &sink, std::future::pending());
+    let inject = async {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        fake.inject(arm::fake::Fault {
+            kind: "hang".into(),
+            count: 1,
+            retry_after_s: None,
+        });
+    };
+    let (out, ()) = tokio::join!(run, inject);
+    let out = out.unwrap();
+    let lines = sink.lines();
+    assert_eq!(out.ticks_scheduled, 6);
+    assert_eq!(out.ticks_run, 6, "no tick lost: {lines:#?}");
+    assert_eq!(out.ticks_completed, 5);
+    let errs = errors(&lines);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0].code.as_deref(), Some("Timeout"));
+    assert_eq!(errs[0].operation, "list_revisions");
+    let starts = tick_starts(&lines);
+    assert_eq!(starts.len(), 5, "the hung tick has no samples");
+    assert_on_schedule(&lines, &starts, 500, 50);
+}
+
+#[tokio::test]
+async fn faults_cost_only_the_ticks_they_hit_and_are_reported() {
+    let fake = FakeArm::start().await.unwrap();
+    fake.add_simple_app("subject", 1, 2);
+    let cfg = config(&fake.base_url(), "subject", "1s", "8s");
+    let sink = Memory::default();
+    let base = fake.base_url();
+    let arm = client(&cfg);
+    let run = sampler::run_with(&cfg, &arm, &sink, std::future::pending());
+    let inject = async {
+        // Through the fault admin endpoint, as against localplane.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        post_fault(&base, r#"{"kind":"429","count":2,"retry_after_s":2}"#).await;
+        tokio::time::sleep(Duration::from_millis(3000)).await;
+        post_fault(&base, r#"{"kind":"500","count":2}"#).await;
+    };
+    let (out, ()) = tokio::join!(run, inject);
+    let out = out.unwrap();
+    let lines = sink.lines();
+    assert_eq!(out.ticks_run, 8, "every tick ran: {lines:#?}");
+    assert_eq!(out.ticks_skipped, 0);
+    let errs = errors(&lines);
+    let throttled: Vec<_> = errs
+        .iter()
+        .filter(|e| e.status == Some(429) && e.code.as_deref() == Some("TooManyRequests"))
+        .collect();
+    assert!(!throttled.is_empty(), "429 reported: {errs:#?}");
+    // Two throttled answers can spoil at most two ticks; 500s are retried inside the slot.
+    let spoiled: std::collections::BTreeSet<_> = errs.iter().filter_map(|e| e.tick).collect();
+    assert!(spoiled.len() <= 4, "{errs:#?}");
+    assert!(out.ticks_completed >= 8 - spoiled.len() as u64);
+    assert!(
+        errs.iter()
+            .all(|e| e.operation != "tick_late" && e.operation != "tick_skipped")
+    );
+    let starts = tick_starts(&lines);
+    assert_on_schedule(&lines, &starts, 1000, 50);
+}
+
+#[tokio::test]
+async fn cadence_holds_over_60_s_at_1_s() {
+    let fake = FakeArm::start().await.unwrap();
+    fake.add_simple_app("subject", 2, 3);
+    let cfg = config(&fake.base_url(), "subject", "1", "60");
+    let sink = Memory::default();
+    let out = sampler::run_with(&cfg, &client(&cfg), &sink, std::future::pending())
+        .await
+        .unwrap();
+    let lines = sink.lines();
+    assert_eq!((out.ticks_scheduled, out.ticks_completed), (60, 60));
+    let starts = tick_starts(&lines);
+    assert_eq!(starts.len(), 60);
+    assert_on_schedule(&lines, &starts, 1000, 50);
+    let Some(Line::PerturbationWindowMarker(end)) = lines.last() else {
+        panic!("end marker last");
+    };
+    let Line::PerturbationWindowMarker(start) = &lines[0] else {
+        panic!("start marker first");
+    };
+    let window = end.ts.epoch_ms() - start.ts.epoch_ms();
+    assert!((60_000..60_200).contains(&window), "window {window} ms");
+}
+
+#[tokio::test]
+async fn a_shutdown_signal_ends_the_window_with_an_end_marker() {
+    let fake = FakeArm::start().await.unwrap();
+    fake.add_simple_app("subject", 1, 1);
+    let cfg = config(&fake.base_url(), "subject", "200ms", "30s");
+    let sink = Memory::default();
+    let out = sampler::run_with(
+        &cfg,
+        &client(&cfg),
+        &sink,
+        tokio::time::sleep(Duration::from_millis(700)),
+    )
+    .await
+    .unwrap();
+    assert!(out.interrupted);
+    assert_eq!(sampler::exit_code(&out), 143);
+    assert_eq!(out.ticks_run, 4);
+    let lines = sink.lines();
+    assert!(
+        matches!(lines.last(), Some(Line::PerturbationWindowMarker(m)) if m.phase == labkit::event::MarkerPhase::End)
+    );
+    assert!(errors(&lines).iter().any(|e| e.operation == "interrupted"));
+}
+
+async fn post_fault(base: &str, body: &str) {
+    // A bare HTTP/1.1 POST: the fault admin endpoint is part of the fake, not of ARM.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST /localplane/faults HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).await.unwrap();
+    assert!(resp.starts_with("HTTP/1.1 204"), "{resp}");
+}
+
+/// The binary with managed identity against a fake `IDENTITY_ENDPOINT`: the protocol is
+/// checked, an expiring token is refreshed, and no token appears in any output.
+#[tokio::test]
+async fn the_binary_uses_the_identity_endpoint_refreshes_and_never_prints_the_token() {
+    const SECRET_HEADER: &str = "identity-header-secret-value";
+    const TOKEN_PREFIX: &str = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9-probelab-fake-token";
+    let fake = FakeArm::start().await.unwrap();
+    fake.add_simple_app("subject", 1, 2);
+    let identity = FakeIdentity::start(SECRET_HEADER, Some("client-id-123"), TOKEN_PREFIX, 4)
+        .await
+        .unwrap();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_perturbation-sampler"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("SUBSCRIPTION_ID", "00000000-0000-0000-0000-000000000000")
+        .env("RESOURCE_GROUP", "rg")
+        .env("CONTAINER_APP_NAMES", "subject")
+        .env("MANAGED_IDENTITY_CLIENT_ID", "client-id-123")
+        .env("PERTURBATION_ID", "p-mi")
+        .env("SAMPLE_INTERVAL_SECONDS", "1")
+        .env("SAMPLE_DURATION_SECONDS", "7")
+        .env("ARM_ENDPOINT", fake.base_url())
+        .env("ARM_TOKEN_SOURCE", "managed-identity")
+        .env("IDENTITY_ENDPOINT", identity.endpoint())
+        .env("IDENTITY_HEADER", SECRET_HEADER)
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+
+    // The identity protocol as Container Apps speaks it.
+    let reqs = identity.requests();
+    assert!(!reqs.is_empty());
+    for r in &reqs {
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(r.identity_header.as_deref(), Some(SECRET_HEADER));
+        assert_eq!(r.api_version.as_deref(), Some("2019-08-01"));
+        assert_eq!(r.client_id.as_deref(), Some("client-id-123"));
+        assert_eq!(r.resource.as_deref(), Some("https://management.azure.com"));
+    }
+    // Tokens live 4 s; the window is 7 s: at least one refresh, and ARM saw the new token.
+    assert!(identity.issued() >= 2, "issued {}", identity.issued());
+    let auth: std::collections::BTreeSet<String> = fake
+        .seen()
+        .iter()
+        .filter_map(|s| s.authorization.clone())
+        .collect();
+    assert!(
+        auth.contains(&format!("Bearer {TOKEN_PREFIX}-1")),
+        "{auth:?}"
+    );
+    assert!(
+        auth.contains(&format!("Bearer {TOKEN_PREFIX}-2")),
+        "{auth:?}"
+    );
+
+    // Nothing secret in any output, even at debug level.
+    for (name, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(
+            !text.contains("probelab-fake-token"),
+            "token in {name}:\n{text}"
+        );
+        assert!(
+            !text.contains(SECRET_HEADER),
+            "identity header in {name}:\n{text}"
+        );
+    }
+    // stdout is JSON lines only; samples and both markers are there.
+    let lines: Vec<Line> = stdout
+        .lines()
+        .map(|l| Line::from_json(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let samples = lines
+        .iter()
+        .filter(|l| matches!(l, Line::ReplicaInventorySample(_)))
+        .count();
+    assert_eq!(samples, 7 * 2, "{stdout}");
+    let presence = lines
+        .iter()
+        .find_map(|l| match l {
+            Line::Log(log) if log.msg.contains("identity variables") => Some(log.clone()),
+            _ => None,
+        })
+        .expect("identity variables logged");
+    let present = presence.fields["present"].as_str().unwrap();
+    assert!(present.contains("IDENTITY_ENDPOINT") && present.contains("IDENTITY_HEADER"));
+    assert!(
+        !presence
+            .fields
+            .values()
+            .any(|v| v.to_string().contains("127.0.0.1"))
+    );
+}
