@@ -1,0 +1,100 @@
+//! Helpers shared by the image tests.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use testkit::http::{self, Outcome};
+use testkit::testcontainers::runners::AsyncRunner;
+use testkit::testcontainers::{ContainerAsync, ContainerRequest, GenericImage, ImageExt};
+
+pub const SUBJECT_PORT: u16 = 8080;
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A subject container request: port 8080 published on 127.0.0.1, `env` set.
+pub fn subject(env: &[(&str, &str)]) -> ContainerRequest<GenericImage> {
+    env.iter().fold(
+        testkit::docker::container("subject", &[SUBJECT_PORT]),
+        |req, (k, v)| req.with_env_var(*k, *v),
+    )
+}
+
+/// Starts the container (the image must exist; nothing is pulled).
+pub async fn start(req: ContainerRequest<GenericImage>) -> ContainerAsync<GenericImage> {
+    req.start()
+        .await
+        .unwrap_or_else(|e| panic!("container did not start: {e}"))
+}
+
+/// Polls `GET path` every 50 ms until it answers `status`; returns how long that took.
+pub async fn wait_status(addr: SocketAddr, path: &str, status: u16, limit: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        let outcome = http::get(addr, path, PROBE_TIMEOUT).await;
+        if outcome.status() == Some(status) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < limit,
+            "GET {path} did not answer {status} within {limit:?}; last: {outcome:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Polls `/status` until at least `n` requests are in flight.
+pub async fn wait_inflight(addr: SocketAddr, n: u64, limit: Duration) {
+    let start = Instant::now();
+    loop {
+        if let Outcome::Response(r) = http::get(addr, "/status", PROBE_TIMEOUT).await
+            && r.json().ok().and_then(|v| v["inflight"].as_u64()) >= Some(n)
+        {
+            return;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "fewer than {n} requests in flight after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The container's stdout as JSON objects; panics on any torn or non-JSON line.
+pub async fn stdout_json(c: &ContainerAsync<GenericImage>) -> Vec<Value> {
+    let out = c
+        .stdout_to_vec()
+        .await
+        .unwrap_or_else(|e| panic!("docker logs {}: {e}", c.id()));
+    testkit::docker::json_lines(&out).unwrap_or_else(|e| panic!("stdout of {}: {e}", c.id()))
+}
+
+/// The subject lines with this `event`.
+pub fn events<'a>(lines: &'a [Value], event: &str) -> Vec<&'a Value> {
+    lines
+        .iter()
+        .filter(|l| l["kind"] == "subject" && l["event"] == event)
+        .collect()
+}
+
+/// Position of the first subject line with this `event`.
+pub fn position(lines: &[Value], event: &str) -> Option<usize> {
+    lines
+        .iter()
+        .position(|l| l["kind"] == "subject" && l["event"] == event)
+}
+
+/// A line's `ts` as milliseconds since the epoch (RFC 3339 UTC with milliseconds).
+pub fn ts_ms(line: &Value) -> i64 {
+    let ts = line["ts"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no ts: {line}"));
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .unwrap_or_else(|e| panic!("ts {ts}: {e}"))
+        .timestamp_millis()
+}
+
+/// Milliseconds since the epoch, now (the host and its containers share one clock).
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}

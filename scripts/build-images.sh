@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Builds probelab's container images from this workspace, with no registry:
+#   1. the static binaries, ONCE, on the host (glibc, +crt-static, release profile);
+#   2. one `docker build` per image from a minimal context (the binary + the host's CA bundle),
+#      every Dockerfile `FROM scratch`;
+#   3. tags probelab/<name>:dev and probelab/<name>:<git short sha>[-dirty], OCI labels;
+#   4. prints each image's size and fails if one exceeds 20 MB.
+#
+# Usage: scripts/build-images.sh            (or: just images)
+# Honours CARGO_TARGET_DIR. Needs a running Docker engine and, for the CA bundle, the
+# ca-certificates package (installed with apt-get when absent and running as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# name        crate     binary                 (the Dockerfile is images/<name>/Dockerfile)
+# Every listed image is built; a listed crate that is missing is an error, never a skip.
+IMAGES=(
+  "subject    subject   subject"
+  "loadgen    loadgen   loadgen"
+)
+
+TARGET=x86_64-unknown-linux-gnu
+MAX_BYTES=$((20 * 1000 * 1000))
+CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+start=$(date +%s)
+step() { echo "==> [build-images $(($(date +%s) - start))s] $*"; }
+die() { echo "build-images: $*" >&2; exit 1; }
+
+command -v docker >/dev/null || die "docker CLI not found"
+docker info >/dev/null 2>&1 || die "the Docker engine is unreachable (is the daemon running?)"
+
+crates=()
+bins=()
+for entry in "${IMAGES[@]}"; do
+  read -r name crate bin <<<"$entry"
+  [ -f "crates/$crate/Cargo.toml" ] || die "image '$name' is listed but crates/$crate does not exist"
+  [ -f "images/$name/Dockerfile" ] || die "image '$name' is listed but images/$name/Dockerfile does not exist"
+  crates+=(-p "$crate")
+  bins+=(--bin "$bin")
+done
+
+if [ ! -s "$CA_BUNDLE" ]; then
+  step "installing ca-certificates (no $CA_BUNDLE on this host)"
+  [ "$(id -u)" = 0 ] || die "$CA_BUNDLE is missing; install the ca-certificates package"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q ca-certificates >/dev/null ||
+    { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q ca-certificates >/dev/null; }
+  [ -s "$CA_BUNDLE" ] || die "ca-certificates installed but $CA_BUNDLE is still missing"
+fi
+
+# Target-specific flags apply to the binaries only (build scripts and proc macros stay dynamic),
+# which is why --target is explicit. A RUSTFLAGS in the environment would override them: refuse.
+if [ -n "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}" ]; then
+  die "unset RUSTFLAGS/CARGO_ENCODED_RUSTFLAGS: they override the +crt-static target flags"
+fi
+step "cargo build --release --target $TARGET ${crates[*]} ${bins[*]}"
+CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static" \
+  cargo build --release --target "$TARGET" "${crates[@]}" "${bins[@]}"
+
+target_dir="${CARGO_TARGET_DIR:-target}"
+out_dir="$target_dir/$TARGET/release"
+
+revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+short=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# A tree with uncommitted changes to tracked files does not get the bare commit's tag.
+if [ "$revision" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
+  short="$short-dirty"
+fi
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' Cargo.toml)
+source_url=$(sed -n '/^\[workspace.package\]/,/^\[/s/^repository *= *"\(.*\)"/\1/p' Cargo.toml)
+
+context=$(mktemp -d "${TMPDIR:-/tmp}/probelab-images.XXXXXX")
+trap 'rm -rf "$context"' EXIT
+
+failed=0
+report=()
+for entry in "${IMAGES[@]}"; do
+  read -r name crate bin <<<"$entry"
+  binary="$out_dir/$bin"
+  [ -x "$binary" ] || die "$binary was not built"
+  # A dynamically linked binary has a PT_INTERP header and cannot run FROM scratch.
+  if LC_ALL=C readelf -lW "$binary" | grep -q 'INTERP'; then
+    die "$binary is dynamically linked (the +crt-static flags did not apply)"
+  fi
+  dir="$context/$name"
+  mkdir -p "$dir"
+  cp "$binary" "$dir/$bin"
+  cp "$CA_BUNDLE" "$dir/ca-certificates.crt"
+  cp "images/$name/Dockerfile" "$dir/Dockerfile"
+  step "docker build probelab/$name:dev (probelab/$name:$short)"
+  docker build -q \
+    --build-arg "VERSION=$version" \
+    --build-arg "REVISION=$revision" \
+    --build-arg "SOURCE=$source_url" \
+    --label "org.probelab.image=$name" \
+    -t "probelab/$name:dev" -t "probelab/$name:$short" \
+    "$dir" >/dev/null
+  size=$(docker image inspect -f '{{.Size}}' "probelab/$name:dev")
+  report+=("$(awk -v n="probelab/$name" -v s="$size" -v t="$short" 'BEGIN { printf "%-22s %7.2f MB  (:dev, :%s)", n, s / 1e6, t }')")
+  if [ "$size" -gt "$MAX_BYTES" ]; then
+    echo "build-images: probelab/$name is $size bytes, over the 20 MB limit" >&2
+    failed=1
+  fi
+done
+
+# Rebuilds leave the previous :dev untagged; remove only such dangling images of ours.
+docker image prune -f --filter "label=org.probelab.image" >/dev/null
+
+step "images"
+printf '  %s\n' "${report[@]}"
+[ "$failed" = 0 ] || exit 1
+step "done"
