@@ -1,0 +1,360 @@
+//! Performing a step's action once, and recording what happened.
+//!
+//! - `rollout`: `ROLLOUT_GENERATION=<n>` on the app's container through ARM (a new revision;
+//!   `n` counts per app over the whole run, so no two rollouts send the same template);
+//! - `restart`: revision restart of the revision that has the traffic;
+//! - `dependency`: `POST <app>/admin/dependency` with the given fields, restored (healthy, no
+//!   delay, no failures) after `restore_after`;
+//! - `simulate`: `POST <app>/simulate/<mode>`, `POST /simulate/reset` after `restore_after`;
+//! - `saturate`: one blocking `GET <app><path>`; its outcome is the point (worker saturation
+//!   expects it to be lost);
+//! - `set-env`: the given env on the app's container (a new revision).
+//!
+//! HTTP actions reach the app's ingress from the host (its `fqdn`) with the run's
+//! `X-Simulate-Token`. A failure is recorded (`outcome: failed`), never fatal.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use lab::Action;
+use labkit::config::parse_duration;
+use reqwest::Method;
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::RunError;
+use crate::pack::{ActionRecord, iso};
+use crate::schedule::scaled;
+use crate::target::Target;
+
+/// The header the subject checks on `/simulate/*` and `/admin/*`.
+pub const TOKEN_HEADER: &str = "X-Simulate-Token";
+/// The longest a blocking (saturate) request is waited for.
+pub const SATURATE_LIMIT: Duration = Duration::from_secs(900);
+/// Per-request timeout of the short admin calls.
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Performs actions against one target.
+pub struct Actor {
+    pub target: Arc<Target>,
+    http: reqwest::Client,
+    token: Option<String>,
+    generations: Mutex<HashMap<String, u32>>,
+    scale: f64,
+}
+
+impl Actor {
+    pub fn new(target: Arc<Target>, token: Option<String>, scale: f64) -> Result<Self, RunError> {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| RunError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Actor {
+            target,
+            http,
+            token,
+            generations: Mutex::new(HashMap::new()),
+            scale,
+        })
+    }
+
+    fn next_generation(&self, app: &str) -> u32 {
+        let mut g = self
+            .generations
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let n = g.entry(app.to_owned()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    /// Performs `action` as event `event`; returns its record(s) (the action, and its restore).
+    pub async fn perform(
+        self: Arc<Self>,
+        action: Action,
+        event: u32,
+        cancel: CancellationToken,
+    ) -> Vec<ActionRecord> {
+        let app = action.app().to_owned();
+        match action {
+            Action::Rollout { .. } => {
+                let generation = self.next_generation(&app);
+                let env = [("ROLLOUT_GENERATION".to_owned(), generation.to_string())];
+                vec![
+                    self.timed(event, "rollout", &app, async {
+                        self.patch_env(&app, &env)
+                            .await
+                            .map(|rev| (None, format!("ROLLOUT_GENERATION={generation}: {rev}")))
+                    })
+                    .await,
+                ]
+            }
+            Action::SetEnv { env, .. } => {
+                let pairs: Vec<(String, String)> = env.into_iter().collect();
+                vec![
+                    self.timed(event, "set-env", &app, async {
+                        let names: Vec<&str> = pairs.iter().map(|(k, _)| k.as_str()).collect();
+                        self.patch_env(&app, &pairs)
+                            .await
+                            .map(|rev| (None, format!("{}: {rev}", names.join(","))))
+                    })
+                    .await,
+                ]
+            }
+            Action::Restart { .. } => vec![
+                self.timed(event, "restart", &app, async {
+                    self.restart(&app).await.map(|rev| (None, format!("restarted {rev}")))
+                })
+                .await,
+            ],
+            Action::Dependency {
+                healthy,
+                delay_ms,
+                fail_rate,
+                restore_after,
+                ..
+            } => {
+                let mut body = Map::new();
+                if let Some(h) = healthy {
+                    body.insert("healthy".into(), json!(h));
+                }
+                if let Some(d) = delay_ms {
+                    body.insert("delay_ms".into(), json!(d));
+                }
+                if let Some(f) = fail_rate {
+                    body.insert("fail_rate".into(), json!(f));
+                }
+                let body = Value::Object(body);
+                let mut out = vec![
+                    self.timed(event, "dependency", &app, async {
+                        self.post(&app, "/admin/dependency", Some(&body), ADMIN_TIMEOUT)
+                            .await
+                            .map(|(s, _)| (Some(s), body.to_string()))
+                    })
+                    .await,
+                ];
+                if let Some(after) = restore_after.as_deref() {
+                    self.wait_restore(after, &cancel).await;
+                    let restore = json!({"healthy": true, "delay_ms": 0, "fail_rate": 0.0});
+                    out.push(
+                        self.timed(event, "dependency-restore", &app, async {
+                            self.post(&app, "/admin/dependency", Some(&restore), ADMIN_TIMEOUT)
+                                .await
+                                .map(|(s, _)| (Some(s), restore.to_string()))
+                        })
+                        .await,
+                    );
+                }
+                out
+            }
+            Action::Simulate {
+                mode,
+                restore_after,
+                ..
+            } => {
+                let path = format!("/simulate/{mode}");
+                let mut out = vec![
+                    self.timed(event, "simulate", &app, async {
+                        self.post(&app, &path, None, ADMIN_TIMEOUT)
+                            .await
+                            .map(|(s, _)| (Some(s), path.clone()))
+                    })
+                    .await,
+                ];
+                if let Some(after) = restore_after.as_deref() {
+                    self.wait_restore(after, &cancel).await;
+                    out.push(
+                        self.timed(event, "simulate-reset", &app, async {
+                            self.post(&app, "/simulate/reset", None, ADMIN_TIMEOUT)
+                                .await
+                                .map(|(s, _)| (Some(s), "/simulate/reset".to_owned()))
+                        })
+                        .await,
+                    );
+                }
+                out
+            }
+            Action::Saturate { path, .. } => vec![
+                self.timed(event, "saturate", &app, async {
+                    tokio::select! {
+                        r = self.request(Method::GET, &app, &path, None, SATURATE_LIMIT) => {
+                            r.map(|(s, body)| (Some(s), format!("GET {path}: {}", truncate(&body, 200))))
+                        }
+                        _ = cancel.cancelled() => Err(format!("GET {path}: interrupted")),
+                    }
+                })
+                .await,
+            ],
+        }
+    }
+
+    async fn wait_restore(&self, after: &str, cancel: &CancellationToken) {
+        let d = scaled(parse_duration(after).unwrap_or_default(), self.scale);
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = cancel.cancelled() => {}
+        }
+    }
+
+    /// Runs `f`, timing it; `Ok((status, detail))` is `ok` when the status (if any) is 2xx/3xx.
+    async fn timed<F>(&self, event: u32, kind: &str, app: &str, f: F) -> ActionRecord
+    where
+        F: std::future::Future<Output = Result<(Option<u16>, String), String>>,
+    {
+        let ts = iso(Utc::now());
+        let t0 = Instant::now();
+        let r = f.await;
+        let dur_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let (outcome, status, detail) = match r {
+            Ok((Some(s), d)) if !(200..400).contains(&s) => ("failed", Some(s), d),
+            Ok((s, d)) => ("ok", s, d),
+            Err(e) => ("failed", None, e),
+        };
+        ActionRecord {
+            event,
+            kind: kind.to_owned(),
+            app: app.to_owned(),
+            ts,
+            outcome: outcome.to_owned(),
+            status,
+            dur_ms,
+            detail,
+        }
+    }
+
+    /// Sets env vars on the app's container (named like the app, else the first) with a fresh
+    /// revision suffix; waits for the operation; returns the new latest revision.
+    pub async fn patch_env(&self, app: &str, env: &[(String, String)]) -> Result<String, String> {
+        let t = &self.target;
+        let current = t
+            .arm
+            .get_app(&t.scope, app)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut template = current
+            .properties
+            .template
+            .ok_or_else(|| format!("app {app} has no template"))?;
+        for (k, v) in env {
+            arm::client::set_env_in_template(&mut template, Some(app), k, v)
+                .or_else(|_| arm::client::set_env_in_template(&mut template, None, k, v))
+                .map_err(|e| e.to_string())?;
+        }
+        template.revision_suffix = Some(arm::fresh_revision_suffix());
+        let body = json!({ "properties": { "template": template } });
+        t.send(
+            "patch_app",
+            Method::PATCH,
+            &t.resource_path("containerApps", app),
+            Some(&body),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let after = t
+            .arm
+            .get_app(&t.scope, app)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(after
+            .properties
+            .latest_revision_name
+            .unwrap_or_else(|| "?".into()))
+    }
+
+    /// Restarts the revision with the traffic (else the latest active one).
+    pub async fn restart(&self, app: &str) -> Result<String, String> {
+        let t = &self.target;
+        let revs = t
+            .arm
+            .list_revisions(&t.scope, app)
+            .await
+            .map_err(|e| e.to_string())?;
+        let rev = revs
+            .iter()
+            .filter(|r| r.properties.active)
+            .max_by_key(|r| {
+                (
+                    r.properties.traffic_weight,
+                    r.properties.created_time.clone(),
+                )
+            })
+            .ok_or_else(|| format!("app {app} has no active revision"))?;
+        t.arm
+            .restart_revision(&t.scope, app, &rev.name)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(rev.name.clone())
+    }
+
+    async fn post(
+        &self,
+        app: &str,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<(u16, String), String> {
+        self.request(Method::POST, app, path, body, timeout).await
+    }
+
+    async fn request(
+        &self,
+        method: Method,
+        app: &str,
+        path: &str,
+        body: Option<&Value>,
+        timeout: Duration,
+    ) -> Result<(u16, String), String> {
+        let base = self
+            .target
+            .app_host_url(app)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut req = self
+            .http
+            .request(method, format!("{base}{path}"))
+            .timeout(timeout);
+        if let Some(t) = &self.token {
+            req = req.header(TOKEN_HEADER, t);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await.map_err(|e| error_chain(&e))?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.map_err(|e| error_chain(&e))?;
+        Ok((status, text))
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s.push_str(": ");
+        s.push_str(&x.to_string());
+        src = x.source();
+    }
+    s
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    let t: String = s.trim().chars().take(n).collect();
+    t.replace('\n', " ")
+}
+
+/// Counts of outcomes by kind, for the summary line.
+pub fn summary(actions: &[ActionRecord]) -> BTreeMap<String, (u32, u32)> {
+    let mut m: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for a in actions {
+        let e = m.entry(a.kind.clone()).or_default();
+        if a.outcome == "ok" {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+    }
+    m
+}

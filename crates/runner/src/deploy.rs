@@ -1,0 +1,186 @@
+//! Deploying a lab: the managed environment and the two jobs (local only: on Azure they come
+//! from infra/main.bicep), every app (`lab::arm_body::container_app`), then waiting until each
+//! app's latest revision is ready.
+
+use std::time::Duration;
+
+use lab::Lab;
+use lab::arm_body::{Placement, container_app};
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::RunError;
+use crate::target::Target;
+
+pub const LOADGEN_IMAGE: &str = "probelab/loadgen:dev";
+pub const SAMPLER_IMAGE: &str = "probelab/perturbation-sampler:dev";
+
+/// Every image a local run of `lab` needs.
+pub fn images(lab: &Lab) -> Vec<String> {
+    let mut v: Vec<String> = lab.apps.iter().map(|a| a.image.clone()).collect();
+    v.push(LOADGEN_IMAGE.into());
+    if lab.steps.iter().any(|s| s.action.is_some()) {
+        v.push(SAMPLER_IMAGE.into());
+    }
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Checks that Docker answers and every image is present; the message names the build script.
+pub fn check_docker_images(images: &[String]) -> Result<(), RunError> {
+    let out = std::process::Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            return Err(RunError::Prerequisite(format!(
+                "Docker is not reachable (`docker version` failed: {}); start the engine, or use --runtime process",
+                String::from_utf8_lossy(&o.stderr).trim()
+            )));
+        }
+        Err(e) => {
+            return Err(RunError::Prerequisite(format!(
+                "Docker is not reachable (cannot run `docker`: {e}); install/start it, or use --runtime process"
+            )));
+        }
+    }
+    let missing: Vec<&String> = images
+        .iter()
+        .filter(|img| {
+            !std::process::Command::new("docker")
+                .args(["image", "inspect", "--format", "{{.Id}}", img.as_str()])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+        Err(RunError::Prerequisite(format!(
+            "image(s) missing: {}; build them with scripts/build-images.sh",
+            list.join(", ")
+        )))
+    }
+}
+
+/// The local environment and jobs (Azure has them from infra/main.bicep).
+pub async fn local_infrastructure(t: &Target, replica_timeout: Duration) -> Result<(), RunError> {
+    t.send(
+        "put_environment",
+        Method::PUT,
+        &t.resource_path("managedEnvironments", &t.env_name),
+        Some(&json!({ "location": "local", "properties": {} })),
+    )
+    .await?;
+    let common = vec![
+        json!({"name": "SUBSCRIPTION_ID", "value": t.scope.subscription_id}),
+        json!({"name": "RESOURCE_GROUP", "value": t.scope.resource_group}),
+    ];
+    for (job, image) in [
+        (&t.loadgen_job, LOADGEN_IMAGE),
+        (&t.sampler_job, SAMPLER_IMAGE),
+    ] {
+        let body = job_body(t, image, replica_timeout, common.clone());
+        t.send(
+            "put_job",
+            Method::PUT,
+            &t.resource_path("jobs", job),
+            Some(&body),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// A Manual job running `image` (one container named `main`, as in infra/modules/job.bicep).
+pub fn job_body(t: &Target, image: &str, replica_timeout: Duration, env: Vec<Value>) -> Value {
+    json!({
+        "location": "local",
+        "properties": {
+            "environmentId": t.environment_id(),
+            "configuration": {
+                "triggerType": "Manual",
+                "replicaTimeout": replica_timeout.as_secs().max(60),
+                "replicaRetryLimit": 0,
+                "manualTriggerConfig": { "parallelism": 1, "replicaCompletionCount": 1 },
+            },
+            "template": {
+                "containers": [{
+                    "name": "main",
+                    "image": t.image(image),
+                    "env": env,
+                    "resources": { "cpu": 1.0, "memory": "2Gi" },
+                }],
+            },
+        }
+    })
+}
+
+/// PUTs every app of the lab.
+pub async fn apps(
+    t: &Target,
+    lab: &Lab,
+    lab_name: &str,
+    simulate_token: Option<&str>,
+    location: &str,
+) -> Result<(), RunError> {
+    let env_id = t.environment_id();
+    for app in &lab.apps {
+        let mut a = app.clone();
+        a.image = t.image(&a.image);
+        let placement = Placement {
+            location,
+            environment_id: &env_id,
+            simulate_token,
+            tags: &[("lab", lab_name), ("managedBy", "probelab")],
+        };
+        let body = container_app(&a, &placement);
+        t.send(
+            "put_app",
+            Method::PUT,
+            &t.resource_path("containerApps", &app.name),
+            Some(&body),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Waits until each app's latest revision is its latest ready one.
+pub async fn wait_ready(t: &Target, apps: &[String], timeout: Duration) -> Result<(), RunError> {
+    let deadline = Instant::now() + timeout;
+    for app in apps {
+        let mut last;
+        loop {
+            match t.arm.get_app(&t.scope, app).await {
+                Ok(a) => {
+                    let p = &a.properties;
+                    match (&p.latest_revision_name, &p.latest_ready_revision_name) {
+                        (Some(l), Some(r)) if !l.is_empty() && l == r => break,
+                        (l, r) => {
+                            last = format!(
+                                "latest revision {}, latest ready {}",
+                                l.as_deref().unwrap_or("none"),
+                                r.as_deref().unwrap_or("none")
+                            );
+                        }
+                    }
+                }
+                Err(e) => last = e.to_string(),
+            }
+            if Instant::now() >= deadline {
+                return Err(RunError::Timeout(format!(
+                    "app {app} was not ready within {}s ({last}); its system log rows in \
+                     logs/ContainerAppSystemLogs_CL.ndjson say why",
+                    timeout.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    Ok(())
+}

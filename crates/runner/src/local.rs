@@ -1,0 +1,122 @@
+//! `labctl local up|down|status`: localplane in the foreground, findable through a state file
+//! (`<state dir>/labctl-local.json`: pid, ARM URL, evidence dir) that `status` and `down` read.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::RunError;
+
+pub const STATE_FILE: &str = "labctl-local.json";
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LocalState {
+    pub pid: u32,
+    pub base_url: String,
+    pub evidence: PathBuf,
+    pub started: String,
+}
+
+pub fn state_file(state_dir: &Path) -> PathBuf {
+    state_dir.join(STATE_FILE)
+}
+
+/// Whether process `pid` exists (Linux `/proc`).
+pub fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Starts localplane, records it, runs until `stop` (Ctrl-C / SIGTERM), shuts it down.
+pub async fn up(
+    cfg: localplane::LocalplaneConfig,
+    stop: impl std::future::Future<Output = ()>,
+    on_ready: impl FnOnce(&LocalState),
+) -> Result<(), RunError> {
+    let sf = state_file(&cfg.state_dir);
+    if let Some(s) = read(&cfg.state_dir)?
+        && alive(s.pid)
+        && s.pid != std::process::id()
+    {
+        return Err(RunError::Config(format!(
+            "localplane already runs (pid {}, {}); `labctl local down` first",
+            s.pid, s.base_url
+        )));
+    }
+    let evidence = cfg.evidence_dir.clone();
+    let lp = localplane::start(cfg).await?;
+    let state = LocalState {
+        pid: std::process::id(),
+        base_url: lp.base_url(),
+        evidence,
+        started: crate::pack::iso(chrono::Utc::now()),
+    };
+    let json = serde_json::to_vec_pretty(&state).unwrap_or_default();
+    crate::pack::write_atomic(&sf, &json)?;
+    on_ready(&state);
+    stop.await;
+    let r = lp.shutdown().await;
+    let _ = std::fs::remove_file(&sf);
+    r.map_err(RunError::from)
+}
+
+/// The recorded localplane, if any.
+pub fn read(state_dir: &Path) -> Result<Option<LocalState>, RunError> {
+    let sf = state_file(state_dir);
+    match std::fs::read(&sf) {
+        Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| {
+            RunError::io(
+                &sf,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(RunError::io(&sf, e)),
+    }
+}
+
+/// `status`: the recorded localplane and whether its API answers.
+pub async fn status(state_dir: &Path) -> Result<Option<(LocalState, bool)>, RunError> {
+    let Some(s) = read(state_dir)? else {
+        return Ok(None);
+    };
+    let healthy = alive(s.pid)
+        && reqwest::Client::new()
+            .get(format!("{}/localplane/healthz", s.base_url))
+            .timeout(Duration::from_secs(3))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success());
+    Ok(Some((s, healthy)))
+}
+
+/// `down`: SIGTERM to the recorded pid, then waits (up to `wait`) for it to exit.
+pub async fn down(state_dir: &Path, wait: Duration) -> Result<Option<LocalState>, RunError> {
+    let Some(s) = read(state_dir)? else {
+        return Ok(None);
+    };
+    if alive(s.pid) {
+        let st = tokio::process::Command::new("kill")
+            .args(["-TERM", &s.pid.to_string()])
+            .status()
+            .await
+            .map_err(|e| RunError::Config(format!("cannot run kill: {e}")))?;
+        if !st.success() {
+            return Err(RunError::Config(format!("kill -TERM {} failed", s.pid)));
+        }
+        let deadline = Instant::now() + wait;
+        while alive(s.pid) {
+            if Instant::now() >= deadline {
+                return Err(RunError::Timeout(format!(
+                    "localplane (pid {}) still runs after {}s",
+                    s.pid,
+                    wait.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let _ = std::fs::remove_file(state_file(state_dir));
+    Ok(Some(s))
+}

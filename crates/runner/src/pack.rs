@@ -1,0 +1,251 @@
+//! The evidence pack a run writes into, and `runs.json`: what was started and fired, and when.
+//!
+//! `runs.json` is rewritten (atomically) after every step, so a run stopped half-way leaves a
+//! valid file marked `incomplete: true`.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::RunError;
+
+/// The file name of the run record inside a pack.
+pub const RUNS_FILE: &str = "runs.json";
+/// The file recording which profile the lab ran with.
+pub const PROFILE_FILE: &str = "profile";
+
+/// `yyyymmddTHHMMSSZ`, the stamp in pack names and run ids.
+pub fn stamp(t: DateTime<Utc>) -> String {
+    t.format("%Y%m%dT%H%M%SZ").to_string()
+}
+
+/// RFC 3339 with milliseconds, UTC.
+pub fn iso(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// The lab's name: the lab file's stem.
+pub fn lab_name(lab_path: &Path) -> String {
+    lab_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "lab".to_owned())
+}
+
+/// Creates `<out>/<lab>-<stamp>/` (with `-2`, `-3`, ... if taken), copies the lab file in as
+/// `lab.toml` and records the profile, before anything else happens.
+pub fn create(
+    out: &Path,
+    lab_path: &Path,
+    profile: &str,
+    now: DateTime<Utc>,
+) -> Result<PathBuf, RunError> {
+    std::fs::create_dir_all(out).map_err(|e| RunError::io(out, e))?;
+    let base = format!("{}-{}", lab_name(lab_path), stamp(now));
+    let mut dir = out.join(&base);
+    let mut n = 1;
+    loop {
+        match std::fs::create_dir(&dir) {
+            Ok(()) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => {
+                n += 1;
+                dir = out.join(format!("{base}-{n}"));
+            }
+            Err(e) => return Err(RunError::io(&dir, e)),
+        }
+    }
+    let text = std::fs::read(lab_path).map_err(|e| RunError::io(lab_path, e))?;
+    write_atomic(&dir.join("lab.toml"), &text)?;
+    write_atomic(&dir.join(PROFILE_FILE), format!("{profile}\n").as_bytes())?;
+    Ok(dir)
+}
+
+/// Writes a file atomically (temp file beside it, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
+    analysis::pack::write_atomic(path, bytes).map_err(RunError::from)
+}
+
+/// `runs.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunsRecord {
+    pub lab: String,
+    pub profile: String,
+    pub target: String,
+    pub started: String,
+    pub ended: Option<String>,
+    /// True until the run ended normally (Ctrl-C or an error leave it true).
+    pub incomplete: bool,
+    /// Why the run is incomplete, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
+    /// Duration scale applied to the schedule (1 = as the profile says; tests only).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub time_scale: f64,
+    pub steps: Vec<StepRecord>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    (*x - 1.0).abs() < f64::EPSILON
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub name: String,
+    pub phase: String,
+    pub start: String,
+    pub end: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturbation_id: Option<String>,
+    pub runs: Vec<RunRecord>,
+    pub actions: Vec<ActionRecord>,
+}
+
+/// One job execution of a step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The load's name, or `sampler`.
+    pub load: String,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<String>,
+    /// The execution's final status (`Succeeded`, `Failed`, ...), or why it did not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// One fired action (and its restore, when it has one).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    /// 1-based event number within the step.
+    pub event: u32,
+    /// `rollout`, `restart`, `dependency`, `dependency-restore`, `simulate`, `simulate-reset`,
+    /// `saturate`, `set-env`.
+    pub kind: String,
+    pub app: String,
+    /// When it was fired (RFC 3339, ms).
+    pub ts: String,
+    /// `ok` or `failed`.
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub dur_ms: u64,
+    pub detail: String,
+}
+
+impl RunsRecord {
+    /// Reads `runs.json` from a pack.
+    pub fn read(pack: &Path) -> Result<RunsRecord, RunError> {
+        let p = pack.join(RUNS_FILE);
+        let text = std::fs::read(&p).map_err(|e| RunError::io(&p, e))?;
+        serde_json::from_slice(&text).map_err(|e| {
+            RunError::io(
+                &p,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+            )
+        })
+    }
+
+    /// Writes `runs.json` into the pack atomically.
+    pub fn write(&self, pack: &Path) -> Result<(), RunError> {
+        let mut b = serde_json::to_vec_pretty(self).map_err(|e| {
+            RunError::io(
+                pack.join(RUNS_FILE),
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+            )
+        })?;
+        b.push(b'\n');
+        write_atomic(&pack.join(RUNS_FILE), &b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn pack_names_and_lab_copy_happen_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let lab = dir.path().join("startup-degraded.toml");
+        std::fs::write(&lab, "title = \"x\"\n").unwrap();
+        let now = Utc.with_ymd_and_hms(2026, 6, 12, 14, 17, 45).unwrap();
+        let out = dir.path().join("evidence");
+        let a = create(&out, &lab, "quick", now).unwrap();
+        assert!(a.ends_with("startup-degraded-20260612T141745Z"), "{a:?}");
+        assert_eq!(
+            std::fs::read_to_string(a.join("lab.toml")).unwrap(),
+            "title = \"x\"\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(a.join("profile")).unwrap(),
+            "quick\n"
+        );
+        let b = create(&out, &lab, "quick", now).unwrap();
+        assert!(b.ends_with("startup-degraded-20260612T141745Z-2"), "{b:?}");
+    }
+
+    #[test]
+    fn runs_json_round_trips_with_the_documented_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = RunsRecord {
+            lab: "l".into(),
+            profile: "quick".into(),
+            target: "local".into(),
+            started: "2026-01-01T00:00:00.000Z".into(),
+            ended: None,
+            incomplete: true,
+            stopped_by: None,
+            time_scale: 1.0,
+            steps: vec![StepRecord {
+                name: "perturbation".into(),
+                phase: "perturbation".into(),
+                start: "s".into(),
+                end: None,
+                perturbation_id: Some("p".into()),
+                runs: vec![RunRecord {
+                    load: "main".into(),
+                    run_id: "perturbation-20260101T000000Z".into(),
+                    ..Default::default()
+                }],
+                actions: vec![ActionRecord {
+                    event: 1,
+                    kind: "rollout".into(),
+                    app: "subject".into(),
+                    ts: "t".into(),
+                    outcome: "ok".into(),
+                    status: Some(200),
+                    dur_ms: 5,
+                    detail: "d".into(),
+                }],
+            }],
+        };
+        rec.write(dir.path()).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(RUNS_FILE)).unwrap()).unwrap();
+        for k in [
+            "lab",
+            "profile",
+            "target",
+            "started",
+            "ended",
+            "incomplete",
+            "steps",
+        ] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        let a = &v["steps"][0]["actions"][0];
+        for k in [
+            "event", "kind", "app", "ts", "outcome", "status", "dur_ms", "detail",
+        ] {
+            assert!(a.get(k).is_some(), "{k}");
+        }
+        assert_eq!(RunsRecord::read(dir.path()).unwrap(), rec);
+    }
+}

@@ -1,0 +1,721 @@
+//! `lab run`: the whole experiment, from the pre-registration copy to the verdict.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use chrono::Utc;
+use lab::{Lab, Load, Step};
+use localplane::{LocalplaneConfig, RuntimeKind};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::RunError;
+use crate::actions::Actor;
+use crate::deploy;
+use crate::jobs::{self, EnvChange, StartMode};
+use crate::pack::{self, RunRecord, RunsRecord, StepRecord, iso, stamp};
+use crate::progress::{LiveErrors, Progress, ProgressMode};
+use crate::schedule::{self, event_times, scaled, step_duration, whole_seconds};
+use crate::target::{Addressing, Target};
+
+/// Where the lab runs.
+#[derive(Clone, Debug)]
+pub enum TargetChoice {
+    /// localplane, started in-process for the run.
+    Local(LocalRuntime),
+    /// Azure (or any ARM endpoint, see [`Target::azure`]).
+    Azure,
+}
+
+#[derive(Clone, Debug)]
+pub enum LocalRuntime {
+    Docker,
+    /// Child processes; `bin_dir` holds the workspace binaries.
+    Process {
+        bin_dir: PathBuf,
+    },
+}
+
+/// Everything `lab run` takes.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub lab: PathBuf,
+    pub profile: String,
+    pub target: TargetChoice,
+    /// The evidence root; the pack is `<out>/<lab>-<stamp>/`.
+    pub out: PathBuf,
+    /// Multiplies every duration of the schedule (tests only; 1 = the profile's numbers). The
+    /// rule is never scaled.
+    pub time_scale: f64,
+    pub progress: ProgressMode,
+    /// How long every app may take to get its first revision ready.
+    pub ready_timeout: Duration,
+    pub start_mode: StartMode,
+    pub lock_dir: PathBuf,
+    /// Ctrl-C: stop jobs, shut localplane down, keep the partial pack.
+    pub cancel: CancellationToken,
+}
+
+impl RunOptions {
+    pub fn new(lab: PathBuf, profile: &str, target: TargetChoice, out: PathBuf) -> RunOptions {
+        RunOptions {
+            lab,
+            profile: profile.to_owned(),
+            target,
+            out,
+            time_scale: 1.0,
+            progress: ProgressMode::Auto,
+            ready_timeout: Duration::from_secs(300),
+            start_mode: StartMode::UpdateThenStart,
+            lock_dir: jobs::default_lock_dir(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// What a run left.
+pub struct RunOutcome {
+    pub pack: PathBuf,
+    pub record: RunsRecord,
+    /// The analysis, when the run completed.
+    pub analysis: Option<analysis::Analysis>,
+    /// What stopped the run early (the pack is kept, `incomplete` in runs.json).
+    pub error: Option<RunError>,
+    pub wall: Duration,
+}
+
+/// Runs a lab. Errors before the pack exists are returned as `Err`; later ones end up in
+/// [`RunOutcome::error`] with the partial pack kept.
+pub async fn run_lab(opts: RunOptions) -> Result<RunOutcome, RunError> {
+    let t0 = Instant::now();
+    let lab = lab::load(&opts.lab, &opts.profile)?;
+    let started = Utc::now();
+    let pack = pack::create(&opts.out, &opts.lab, &opts.profile, started)?;
+    let mut record = RunsRecord {
+        lab: pack::lab_name(&opts.lab),
+        profile: opts.profile.clone(),
+        target: match opts.target {
+            TargetChoice::Local(_) => "local".into(),
+            TargetChoice::Azure => "azure".into(),
+        },
+        started: iso(started),
+        ended: None,
+        incomplete: true,
+        stopped_by: None,
+        time_scale: opts.time_scale,
+        steps: Vec::new(),
+    };
+    record.write(&pack)?;
+    let mut progress = Progress::new(opts.progress);
+    progress.line(&format!("evidence pack: {}", pack.display()));
+    let result = run_target(&lab, &pack, &mut record, &opts, &mut progress).await;
+    record.ended = Some(iso(Utc::now()));
+    let error = match result {
+        Ok(()) => {
+            record.incomplete = false;
+            None
+        }
+        Err(e) => {
+            record.stopped_by = Some(match &e {
+                RunError::Interrupted => "interrupted (Ctrl-C)".to_owned(),
+                e => e.to_string(),
+            });
+            Some(e)
+        }
+    };
+    record.write(&pack)?;
+    let analysis = if error.is_none() {
+        progress.line("analysing the evidence");
+        Some(analyze(&pack).await?)
+    } else {
+        None
+    };
+    Ok(RunOutcome {
+        pack,
+        record,
+        analysis,
+        error,
+        wall: t0.elapsed(),
+    })
+}
+
+/// Runs the analysis on a pack and writes its outputs (tables, verdict, report, manifest).
+pub async fn analyze(pack: &Path) -> Result<analysis::Analysis, RunError> {
+    let pack = pack.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let opts = analysis::Options {
+            rule: analysis::Rule::default(),
+            lab: analysis::find_lab(None, Some(&pack)),
+        };
+        let a = analysis::analyze(std::slice::from_ref(&pack), &opts)?;
+        analysis::pack::write(&a, &pack, analysis::pack::Parts::All)?;
+        Ok::<_, RunError>(a)
+    })
+    .await
+    .map_err(|e| RunError::Config(format!("analysis task failed: {e}")))?
+}
+
+async fn cancellable<T>(
+    cancel: &CancellationToken,
+    f: impl std::future::Future<Output = Result<T, RunError>>,
+) -> Result<T, RunError> {
+    tokio::select! {
+        r = f => r,
+        _ = cancel.cancelled() => Err(RunError::Interrupted),
+    }
+}
+
+async fn run_target(
+    lab: &Lab,
+    pack: &Path,
+    record: &mut RunsRecord,
+    opts: &RunOptions,
+    progress: &mut Progress,
+) -> Result<(), RunError> {
+    match &opts.target {
+        TargetChoice::Local(rt) => {
+            let (runtime, addressing) = match rt {
+                LocalRuntime::Docker => {
+                    deploy::check_docker_images(&deploy::images(lab))?;
+                    (RuntimeKind::Docker, Addressing::ByName)
+                }
+                LocalRuntime::Process { bin_dir } => (
+                    RuntimeKind::Process {
+                        bin_dir: bin_dir.clone(),
+                    },
+                    Addressing::ByFqdn,
+                ),
+            };
+            let state_dir = std::env::temp_dir().join(format!(
+                "probelab-localplane-{}-{}",
+                std::process::id(),
+                pack.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            ));
+            let lp = localplane::start(LocalplaneConfig {
+                listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+                state_dir: state_dir.clone(),
+                evidence_dir: pack.to_path_buf(),
+                runtime,
+            })
+            .await?;
+            progress.line(&format!("localplane: ARM API at {}", lp.base_url()));
+            let result = match Target::local(&lp.base_url(), addressing) {
+                Ok(t) => orchestrate(lab, pack, record, opts, progress, Arc::new(t)).await,
+                Err(e) => Err(e),
+            };
+            progress.line("stopping localplane (containers get their grace periods)");
+            let down = lp.shutdown().await;
+            let _ = std::fs::remove_dir_all(&state_dir);
+            result?;
+            down?;
+            Ok(())
+        }
+        TargetChoice::Azure => {
+            let t = Arc::new(Target::azure(&|k| std::env::var(k).ok())?);
+            let since = Utc::now() - chrono::Duration::minutes(5);
+            orchestrate(lab, pack, record, opts, progress, t).await?;
+            match std::env::var("LOG_ANALYTICS_WORKSPACE_ID") {
+                Ok(ws) if !ws.is_empty() => {
+                    progress.line("pulling logs from Log Analytics");
+                    // Ingestion lags a few minutes behind the containers.
+                    let n = crate::logs::pull(&crate::logs::PullOptions::new(
+                        ws,
+                        since,
+                        pack.join("logs"),
+                    ))
+                    .await?;
+                    progress.line(&format!("{n} log rows written"));
+                    Ok(())
+                }
+                _ => Err(RunError::Config(
+                    "LOG_ANALYTICS_WORKSPACE_ID is not set: cannot pull the logs; run \
+                     `labctl logs pull` then `labctl analyze` on the pack"
+                        .into(),
+                )),
+            }
+        }
+    }
+}
+
+async fn orchestrate(
+    lab: &Lab,
+    pack: &Path,
+    record: &mut RunsRecord,
+    opts: &RunOptions,
+    progress: &mut Progress,
+    t: Arc<Target>,
+) -> Result<(), RunError> {
+    let cancel = &opts.cancel;
+    let scale = opts.time_scale;
+    let longest = lab
+        .steps
+        .iter()
+        .map(|s| step_duration(s, scale))
+        .max()
+        .unwrap_or_default();
+    let location = if t.kind == "local" {
+        progress.line("deploying the environment and jobs");
+        cancellable(
+            cancel,
+            deploy::local_infrastructure(&t, longest + Duration::from_secs(600)),
+        )
+        .await?;
+        "local".to_owned()
+    } else {
+        let env = cancellable(
+            cancel,
+            t.get(
+                "get_environment",
+                &t.resource_path("managedEnvironments", &t.env_name),
+            ),
+        )
+        .await?;
+        env.get("location")
+            .and_then(|l| l.as_str())
+            .unwrap_or("swedencentral")
+            .to_owned()
+    };
+    let token = random_token();
+    let names: Vec<String> = lab.apps.iter().map(|a| a.name.clone()).collect();
+    progress.line(&format!("deploying apps: {}", names.join(", ")));
+    cancellable(
+        cancel,
+        deploy::apps(&t, lab, &record.lab, Some(&token), &location),
+    )
+    .await?;
+    cancellable(cancel, deploy::wait_ready(&t, &names, opts.ready_timeout)).await?;
+    progress.line("every app is ready");
+    let actor = Arc::new(Actor::new(t.clone(), Some(token), scale)?);
+    run_steps(lab, &t, &actor, opts, progress, pack, record).await
+}
+
+/// Runs the lab's steps in order against a deployed target, recording each in `runs.json`
+/// (also used by `labctl trigger`, which deploys nothing).
+pub async fn run_steps(
+    lab: &Lab,
+    t: &Arc<Target>,
+    actor: &Arc<Actor>,
+    opts: &RunOptions,
+    progress: &mut Progress,
+    pack: &Path,
+    record: &mut RunsRecord,
+) -> Result<(), RunError> {
+    let total = lab.steps.len();
+    for (i, step) in lab.steps.iter().enumerate() {
+        let mut rec = StepRecord {
+            name: step.name.clone(),
+            phase: step.phase.clone(),
+            start: iso(Utc::now()),
+            ..Default::default()
+        };
+        let r = run_step(
+            lab,
+            step,
+            (i + 1, total),
+            t,
+            actor,
+            opts,
+            progress,
+            pack,
+            &mut rec,
+        )
+        .await;
+        rec.end = Some(iso(Utc::now()));
+        record.steps.push(rec);
+        record.write(pack)?;
+        r?;
+    }
+    Ok(())
+}
+
+/// The env of one loadgen run (every variable the runner manages is set or removed, so nothing
+/// leaks from the previous run of the same job).
+pub fn loadgen_env(
+    step: &Step,
+    load: &Load,
+    base_url: &str,
+    run_id: &str,
+    perturbation_id: &str,
+    scale: f64,
+) -> Vec<EnvChange> {
+    let s = |v: String| Some(v);
+    let d = |x: &Option<String>| {
+        x.as_deref()
+            .and_then(|v| labkit::config::parse_duration(v).ok())
+            .map(|v| format!("{}ms", scaled(v, scale).as_millis().max(1)))
+    };
+    let rate = if step.staircase.is_empty() {
+        load.rate.map(|r| r.to_string())
+    } else {
+        step.staircase
+            .iter()
+            .copied()
+            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))
+            .map(|r| r.to_string())
+    };
+    vec![
+        ("SUBJECT_URL".into(), s(format!("{base_url}{}", load.path))),
+        ("TARGET_RPS".into(), rate),
+        (
+            "DURATION_SECONDS".into(),
+            s(whole_seconds(step_duration(step, scale)).to_string()),
+        ),
+        ("RUN_ID".into(), s(run_id.to_owned())),
+        ("PERTURBATION_ID".into(), s(perturbation_id.to_owned())),
+        ("CONNECTION".into(), s(load.connection.clone())),
+        ("WORKERS".into(), load.workers.map(|w| w.to_string())),
+        ("THINK".into(), load.think.clone()),
+        ("REQUEST_TIMEOUT".into(), load.timeout.clone()),
+        (
+            "ALSO".into(),
+            (!load.also.is_empty()).then(|| load.also.join(";")),
+        ),
+        ("LOG_REQUESTS".into(), load.log_requests.clone()),
+        (
+            "STAIRCASE".into(),
+            (!step.staircase.is_empty()).then(|| {
+                step.staircase
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+        ),
+        (
+            "STEP".into(),
+            if step.staircase.is_empty() {
+                None
+            } else {
+                d(&step.staircase_step)
+            },
+        ),
+        (
+            "PAUSE".into(),
+            if step.staircase.is_empty() {
+                None
+            } else {
+                d(&step.staircase_pause)
+            },
+        ),
+    ]
+}
+
+/// The run id of a load in a step: `<phase>-<load>-<stamp>`, or `<phase>-<stamp>` when the lab
+/// has one load.
+pub fn run_id(step: &Step, load: &Load, single: bool, ts: &str) -> String {
+    if single {
+        format!("{}-{ts}", step.phase)
+    } else {
+        format!("{}-{}-{ts}", step.phase, load.name)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_step(
+    lab: &Lab,
+    step: &Step,
+    (idx, total): (usize, usize),
+    t: &Arc<Target>,
+    actor: &Arc<Actor>,
+    opts: &RunOptions,
+    progress: &mut Progress,
+    pack: &Path,
+    rec: &mut StepRecord,
+) -> Result<(), RunError> {
+    let cancel = &opts.cancel;
+    let scale = opts.time_scale;
+    let ts = stamp(Utc::now());
+    let dur = step_duration(step, scale);
+    let pid = if step.action.is_some() {
+        format!("{}-{ts}", step.name)
+    } else {
+        "none".to_owned()
+    };
+    if step.action.is_some() {
+        rec.perturbation_id = Some(pid.clone());
+    }
+    let loads: Vec<&Load> = match &step.loads {
+        Some(names) => lab
+            .load
+            .iter()
+            .filter(|l| names.contains(&l.name))
+            .collect(),
+        None => lab.load.iter().collect(),
+    };
+    progress.step_begin(idx, total, &step.name, &step.phase, dur);
+    let mut started: Vec<(String, String, usize)> = Vec::new();
+    let single = lab.load.len() == 1;
+    let mut start_one = async |job: &str, load: &str, run_id: String, env: Vec<EnvChange>| {
+        let r = cancellable(
+            cancel,
+            jobs::start(t, job, &env, opts.start_mode, &opts.lock_dir),
+        )
+        .await;
+        let mut run = RunRecord {
+            load: load.to_owned(),
+            run_id,
+            job: Some(job.to_owned()),
+            ..Default::default()
+        };
+        match r {
+            Ok(exec) => {
+                started.push((job.to_owned(), exec.clone(), rec.runs.len()));
+                run.execution = Some(exec);
+            }
+            Err(RunError::Interrupted) => return Err(RunError::Interrupted),
+            Err(e) => {
+                progress.line(&format!("warning: {load}: job {job} did not start: {e}"));
+                run.status = Some(format!("not started: {e}"));
+            }
+        }
+        rec.runs.push(run);
+        Ok(())
+    };
+    let mut result: Result<(), RunError> = Ok(());
+    for load in &loads {
+        let base = match cancellable(cancel, t.app_env_url(&load.target)).await {
+            Ok(b) => b,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        let id = run_id(step, load, single, &ts);
+        let env = loadgen_env(step, load, &base, &id, &pid, scale);
+        if let Err(e) = start_one(&t.loadgen_job, &load.name, id, env).await {
+            result = Err(e);
+            break;
+        }
+    }
+    if result.is_ok() && step.action.is_some() {
+        let names: Vec<&str> = lab.apps.iter().map(|a| a.name.as_str()).collect();
+        let interval = (5.0 * scale).round().clamp(1.0, 5.0) as u64;
+        let env: Vec<EnvChange> = vec![
+            ("CONTAINER_APP_NAMES".into(), Some(names.join(","))),
+            ("PERTURBATION_ID".into(), Some(pid.clone())),
+            ("SAMPLE_INTERVAL_SECONDS".into(), Some(interval.to_string())),
+            (
+                "SAMPLE_DURATION_SECONDS".into(),
+                Some(whole_seconds(dur).to_string()),
+            ),
+        ];
+        if let Err(e) = start_one(&t.sampler_job, "sampler", pid.clone(), env).await {
+            result = Err(e);
+        }
+    }
+    let start = Instant::now();
+    let times = if result.is_ok() {
+        event_times(step, scale)
+    } else {
+        Vec::new()
+    };
+    let n_events = u32::try_from(times.len()).unwrap_or(u32::MAX);
+    let fired = Arc::new(AtomicU32::new(0));
+    let action = step.action.clone();
+    let fire = {
+        let fired = fired.clone();
+        let actor = actor.clone();
+        let c = cancel.clone();
+        schedule::fire(start, &times, cancel, move |n| {
+            fired.store(n, Ordering::SeqCst);
+            let actor = actor.clone();
+            let action = action.clone();
+            let cancel = c.clone();
+            async move {
+                match action {
+                    Some(a) => actor.perform(a, n, cancel).await,
+                    None => Vec::new(),
+                }
+            }
+        })
+    };
+    let mut live = LiveErrors::new(pack.join("logs").join("ContainerAppConsoleLogs_CL.ndjson"));
+    let base_errors = live.poll();
+    let end = start + dur;
+    let countdown = async {
+        if result.is_err() {
+            return;
+        }
+        let mut last_plain = Instant::now();
+        let mut last_fired = 0;
+        loop {
+            let now = Instant::now();
+            if now >= end || cancel.is_cancelled() {
+                break;
+            }
+            let f = fired.load(Ordering::SeqCst);
+            let errors = live.poll() - base_errors;
+            if f != last_fired {
+                progress.line(&format!("  {}: event {f}/{n_events} fired", step.name));
+                last_fired = f;
+            }
+            if progress_is_bar(progress) || now - last_plain >= Duration::from_secs(30) {
+                progress.tick(now - start, end - now, (f, n_events), errors);
+                last_plain = now;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1).min(end - now)) => {}
+                _ = cancel.cancelled() => break,
+            }
+        }
+    };
+    let (tasks, ()) = tokio::join!(fire, countdown);
+    let interrupted = cancel.is_cancelled();
+    let action_deadline = Instant::now()
+        + if interrupted {
+            Duration::from_secs(10)
+        } else {
+            Duration::from_secs(300)
+        };
+    let (done, aborted) = schedule::collect(tasks, action_deadline).await;
+    for mut records in done {
+        rec.actions.append(&mut records);
+    }
+    rec.actions.sort_by(|a, b| a.ts.cmp(&b.ts));
+    if aborted > 0 {
+        progress.line(&format!(
+            "warning: {aborted} action(s) of step {} did not finish in time",
+            step.name
+        ));
+    }
+    // Every job of the step ends by itself; stop them on Ctrl-C.
+    let grace = Duration::from_secs(180)
+        + loads
+            .iter()
+            .filter_map(|l| l.timeout.as_deref())
+            .filter_map(|v| labkit::config::parse_duration(v).ok())
+            .max()
+            .unwrap_or_default();
+    for (job, exec, i) in &started {
+        if cancel.is_cancelled() {
+            let stopper = t
+                .arm
+                .with_deadline(Instant::now() + Duration::from_secs(10));
+            let _ = stopper.stop_execution(&t.scope, job, exec).await;
+            rec.runs[*i].status = Some("Stopped (interrupted)".into());
+            continue;
+        }
+        let status = tokio::select! {
+            r = jobs::wait(t, job, exec, grace) => r,
+            _ = cancel.cancelled() => Err(RunError::Interrupted),
+        };
+        rec.runs[*i].status = Some(match status {
+            Ok(s) => s,
+            Err(RunError::Interrupted) => {
+                let stopper = t
+                    .arm
+                    .with_deadline(Instant::now() + Duration::from_secs(10));
+                let _ = stopper.stop_execution(&t.scope, job, exec).await;
+                "Stopped (interrupted)".into()
+            }
+            Err(e) => {
+                progress.line(&format!("warning: {e}"));
+                format!("unknown: {e}")
+            }
+        });
+    }
+    progress.step_end();
+    let failed: Vec<String> = rec
+        .actions
+        .iter()
+        .filter(|a| a.outcome != "ok")
+        .map(|a| format!("{} #{} {}: {}", a.kind, a.event, a.app, a.detail))
+        .collect();
+    progress.line(&format!(
+        "[step {idx}/{total}] {} done: {} run(s) ({}), {} action(s), {} failed{}",
+        step.name,
+        rec.runs.len(),
+        rec.runs
+            .iter()
+            .map(|r| format!("{} {}", r.load, r.status.as_deref().unwrap_or("?")))
+            .collect::<Vec<_>>()
+            .join(", "),
+        rec.actions.len(),
+        failed.len(),
+        if failed.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", failed.join("; "))
+        }
+    ));
+    result?;
+    if cancel.is_cancelled() {
+        return Err(RunError::Interrupted);
+    }
+    Ok(())
+}
+
+fn progress_is_bar(p: &Progress) -> bool {
+    p.is_bar()
+}
+
+fn random_token() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..32)
+        .map(|_| char::from(b"0123456789abcdef"[rng.random_range(0..16)]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lab() -> Lab {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../labs/startup-degraded.toml");
+        lab::load(&p, "quick").unwrap()
+    }
+
+    #[test]
+    fn loadgen_env_sets_or_clears_every_managed_variable() {
+        let lab = lab();
+        let pre = &lab.steps[0];
+        let env = loadgen_env(
+            pre,
+            &lab.load[0],
+            "http://subject",
+            "preflight-x",
+            "none",
+            1.0,
+        );
+        let get = |k: &str| {
+            env.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap()
+        };
+        assert_eq!(get("SUBJECT_URL").as_deref(), Some("http://subject/"));
+        assert_eq!(get("STAIRCASE").as_deref(), Some("50,100"));
+        assert_eq!(get("STEP").as_deref(), Some("10000ms"));
+        assert_eq!(get("TARGET_RPS").as_deref(), Some("100"));
+        assert_eq!(get("DURATION_SECONDS").as_deref(), Some("25"));
+        assert_eq!(get("CONNECTION").as_deref(), Some("close"));
+        let base = &lab.steps[1];
+        let env = loadgen_env(
+            base,
+            &lab.load[0],
+            "http://subject",
+            "baseline-x",
+            "none",
+            1.0,
+        );
+        let staircase = env.iter().find(|(n, _)| n == "STAIRCASE").unwrap();
+        assert_eq!(
+            staircase.1, None,
+            "a later run must not inherit the staircase"
+        );
+        assert_eq!(
+            run_id(base, &lab.load[0], true, "20260101T000000Z"),
+            "baseline-20260101T000000Z"
+        );
+        assert_eq!(
+            run_id(base, &lab.load[0], false, "20260101T000000Z"),
+            "baseline-main-20260101T000000Z"
+        );
+    }
+}

@@ -1,0 +1,248 @@
+//! A target: an ARM endpoint and scope where the lab's environment, jobs and apps live, and how
+//! the apps are reached from the host (actions) and from inside the environment (jobs).
+//!
+//! The local target is localplane's ARM API; the Azure target is `https://management.azure.com`
+//! (or `ARM_ENDPOINT`, which is how the Azure code path is tested against localplane). Both go
+//! through the same calls below.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use arm::{ArmClient, ClientConfig, IdentityEnv, Scope, TokenSource, TokenSourceKind};
+use reqwest::Method;
+use serde_json::Value;
+use url::Url;
+
+use crate::RunError;
+
+/// The subscription id localplane is addressed with (any id works; this one is obviously fake).
+pub const LOCAL_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
+pub const LOCAL_RESOURCE_GROUP: &str = "probelab-local";
+/// Resource names follow infra/main.bicep with its default `baseName`.
+pub const DEFAULT_BASE_NAME: &str = "probelab";
+
+/// How a job inside the environment reaches an app's ingress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Addressing {
+    /// `http://<app>`, as in Container Apps (Azure, and localplane's docker runtime).
+    ByName,
+    /// `http://<fqdn>` (localplane's process runtime: every process is on the host).
+    ByFqdn,
+}
+
+/// Where a lab runs.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// `local` or `azure`.
+    pub kind: &'static str,
+    pub arm: ArmClient,
+    pub scope: Scope,
+    pub env_name: String,
+    pub loadgen_job: String,
+    pub sampler_job: String,
+    pub addressing: Addressing,
+    /// `http` locally, `https` on Azure: how the host reaches an app's `fqdn`.
+    pub host_scheme: &'static str,
+    /// Replaces the `probelab/` prefix of images (Azure: `<registry>/probelab/`).
+    pub image_prefix: Option<String>,
+}
+
+/// Names of the resources, from `PROBELAB_BASE_NAME` [probelab].
+pub fn names(base: &str) -> (String, String, String) {
+    (
+        format!("{base}-env"),
+        format!("{base}-loadgen"),
+        format!("{base}-perturbation-sampler"),
+    )
+}
+
+impl Target {
+    /// localplane at `base_url` (no token).
+    pub fn local(base_url: &str, addressing: Addressing) -> Result<Target, RunError> {
+        let endpoint = Url::parse(base_url)
+            .map_err(|e| RunError::Config(format!("localplane URL {base_url}: {e}")))?;
+        let mut cfg = ClientConfig::new(endpoint);
+        cfg.lro_poll = Duration::from_millis(500);
+        let arm = ArmClient::new(cfg, TokenSource::none())?;
+        let (env_name, loadgen_job, sampler_job) = names(DEFAULT_BASE_NAME);
+        Ok(Target {
+            kind: "local",
+            arm,
+            scope: Scope::new(LOCAL_SUBSCRIPTION, LOCAL_RESOURCE_GROUP),
+            env_name,
+            loadgen_job,
+            sampler_job,
+            addressing,
+            host_scheme: "http",
+            image_prefix: None,
+        })
+    }
+
+    /// Azure, from `SUBSCRIPTION_ID`, `RESOURCE_GROUP`, and optionally `ARM_ENDPOINT`,
+    /// `ARM_TOKEN_SOURCE` [auto: the operator's Azure CLI login on a workstation],
+    /// `PROBELAB_BASE_NAME` [probelab] and `PROBELAB_IMAGE_PREFIX` (e.g. `myacr.azurecr.io/probelab/`).
+    pub fn azure(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Target, RunError> {
+        let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
+        let need = |k: &str| {
+            get(k).ok_or_else(|| {
+                RunError::Config(format!(
+                    "target azure needs {k} (also SUBSCRIPTION_ID, RESOURCE_GROUP; \
+                     LOG_ANALYTICS_WORKSPACE_ID to pull logs)"
+                ))
+            })
+        };
+        let sub = need("SUBSCRIPTION_ID")?;
+        let rg = need("RESOURCE_GROUP")?;
+        let endpoint_s =
+            get("ARM_ENDPOINT").unwrap_or_else(|| arm::client::DEFAULT_ENDPOINT.into());
+        let endpoint = Url::parse(&endpoint_s)
+            .map_err(|e| RunError::Config(format!("ARM_ENDPOINT {endpoint_s}: {e}")))?;
+        let kind = TokenSourceKind::from_str(&get("ARM_TOKEN_SOURCE").unwrap_or_default())
+            .map_err(RunError::Config)?;
+        let env = IdentityEnv::from_lookup(|k| lookup(k));
+        let token = TokenSource::build(kind, &env, &endpoint, arm::token::DEFAULT_SCOPE)?;
+        let arm = ArmClient::new(ClientConfig::new(endpoint), token)?;
+        let base = get("PROBELAB_BASE_NAME").unwrap_or_else(|| DEFAULT_BASE_NAME.into());
+        let (env_name, loadgen_job, sampler_job) = names(&base);
+        Ok(Target {
+            kind: "azure",
+            arm,
+            scope: Scope::new(sub, rg),
+            env_name,
+            loadgen_job,
+            sampler_job,
+            addressing: Addressing::ByName,
+            host_scheme: "https",
+            image_prefix: get("PROBELAB_IMAGE_PREFIX"),
+        })
+    }
+
+    /// `/subscriptions/.../providers/Microsoft.App/<kind>/<name>`.
+    pub fn resource_path(&self, kind: &str, name: &str) -> String {
+        format!(
+            "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.App/{kind}/{name}",
+            self.scope.subscription_id, self.scope.resource_group
+        )
+    }
+
+    pub fn environment_id(&self) -> String {
+        self.resource_path("managedEnvironments", &self.env_name)
+    }
+
+    /// The full URL of an ARM path, with `api-version`.
+    pub fn url(&self, path: &str) -> Result<Url, RunError> {
+        let cfg = self.arm.config();
+        let mut url = cfg
+            .endpoint
+            .join(path)
+            .map_err(|e| RunError::Config(format!("bad ARM path {path}: {e}")))?;
+        url.query_pairs_mut()
+            .append_pair("api-version", &cfg.api_version);
+        Ok(url)
+    }
+
+    /// A mutating call, waiting for its long-running operation.
+    pub async fn send(
+        &self,
+        op: &str,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, RunError> {
+        let resp = self
+            .arm
+            .send_and_wait(op, method, self.url(path)?, body)
+            .await?;
+        Ok(serde_json::from_slice(&resp.body).unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, op: &str, path: &str) -> Result<Value, RunError> {
+        let resp = self
+            .arm
+            .send(op, Method::GET, self.url(path)?, None)
+            .await?;
+        serde_json::from_slice(&resp.body).map_err(|e| {
+            RunError::Arm(arm::ArmError::Decode {
+                operation: op.to_owned(),
+                source: e,
+            })
+        })
+    }
+
+    /// The image reference to deploy for a lab's `probelab/<name>:<tag>`.
+    pub fn image(&self, image: &str) -> String {
+        match (&self.image_prefix, image.strip_prefix("probelab/")) {
+            (Some(prefix), Some(rest)) => {
+                format!("{}/{rest}", prefix.trim_end_matches('/'))
+            }
+            _ => image.to_owned(),
+        }
+    }
+
+    /// `scheme://<fqdn>` of an app's ingress, as the host reaches it (for actions).
+    pub async fn app_host_url(&self, app: &str) -> Result<String, RunError> {
+        let a = self.arm.get_app(&self.scope, app).await?;
+        let fqdn = a
+            .properties
+            .configuration
+            .and_then(|c| c.ingress)
+            .and_then(|i| i.fqdn)
+            .filter(|f| !f.is_empty())
+            .ok_or_else(|| {
+                RunError::Config(format!(
+                    "app {app} has no ingress fqdn (is ingress enabled?)"
+                ))
+            })?;
+        Ok(if fqdn.contains("://") {
+            fqdn
+        } else {
+            format!("{}://{fqdn}", self.host_scheme)
+        })
+    }
+
+    /// `http://<app>` (or the fqdn with the process runtime): how a job reaches the app.
+    pub async fn app_env_url(&self, app: &str) -> Result<String, RunError> {
+        match self.addressing {
+            Addressing::ByName => Ok(format!("http://{app}")),
+            Addressing::ByFqdn => {
+                let u = self.app_host_url(app).await?;
+                Ok(u.replacen("https://", "http://", 1))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn azure_needs_its_scope_and_names_follow_the_bicep() {
+        let err = Target::azure(&|_| None).unwrap_err().to_string();
+        assert!(err.contains("SUBSCRIPTION_ID"), "{err}");
+        let t = Target::azure(&|k| match k {
+            "SUBSCRIPTION_ID" => Some("sub".into()),
+            "RESOURCE_GROUP" => Some("rg".into()),
+            "ARM_ENDPOINT" => Some("http://127.0.0.1:9".into()),
+            "PROBELAB_IMAGE_PREFIX" => Some("acr.example.io/probelab/".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(t.loadgen_job, "probelab-loadgen");
+        assert_eq!(t.sampler_job, "probelab-perturbation-sampler");
+        assert_eq!(
+            t.environment_id(),
+            "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.App/managedEnvironments/probelab-env"
+        );
+        assert_eq!(
+            t.image("probelab/subject:dev"),
+            "acr.example.io/probelab/subject:dev"
+        );
+        assert_eq!(t.image("nginx:1"), "nginx:1");
+        let u = t.url("/x").unwrap();
+        assert!(
+            u.as_str().starts_with("http://127.0.0.1:9/x?api-version="),
+            "{u}"
+        );
+    }
+}
