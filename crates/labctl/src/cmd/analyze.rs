@@ -1,7 +1,7 @@
 //! `labctl analyze DIR|FILES...`: read the logs, compute the tables, gates and verdict, write the
 //! evidence pack, print the verdict; the exit code carries it (0 held, 3 falsified, 4 invalid).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use analysis::{Outcome, pack};
 use anyhow::{Context, bail};
@@ -22,7 +22,8 @@ pub struct Args {
     /// Evidence directory, or log files.
     #[arg(required = true, value_name = "DIR|FILES")]
     pub inputs: Vec<PathBuf>,
-    /// Where to write the pack [default: the directory given, or the first file's directory].
+    /// Where to write the pack [default: the directory given; else the first file's directory,
+    /// or the pack above it when that directory is a pack's `logs/`].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -40,16 +41,17 @@ pub fn out_dir(inputs: &[PathBuf], out: Option<PathBuf>) -> anyhow::Result<PathB
     if first.is_dir() {
         return Ok(first.clone());
     }
-    Ok(first
+    let parent = first
         .parent()
-        .map(|p| {
-            if p.as_os_str().is_empty() {
-                PathBuf::from(".")
-            } else {
-                p.to_path_buf()
-            }
-        })
-        .unwrap_or_else(|| PathBuf::from(".")))
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    // Files from a pack's logs/ folder: the pack is the folder above.
+    if parent.file_name().is_some_and(|n| n == "logs")
+        && let Some(pack) = parent.parent().filter(|p| !p.as_os_str().is_empty())
+    {
+        return Ok(pack.to_path_buf());
+    }
+    Ok(parent)
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -105,4 +107,21 @@ pub fn print_summary(a: &analysis::Analysis, out: &std::path::Path) {
         println!("  unparseable {loc}: {text}");
     }
     println!("report: {}", out.join("report.md").display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_output_is_the_pack_holding_the_logs() {
+        let p = |s: &str| PathBuf::from(s);
+        assert_eq!(
+            out_dir(&[p("ev/x/logs/a.ndjson")], None).unwrap(),
+            p("ev/x")
+        );
+        assert_eq!(out_dir(&[p("dump/a.json")], None).unwrap(), p("dump"));
+        assert_eq!(out_dir(&[p("a.json")], None).unwrap(), p("."));
+        assert_eq!(out_dir(&[p("a.json")], Some(p("o"))).unwrap(), p("o"));
+    }
 }
