@@ -161,7 +161,8 @@ pub async fn wait(
     )))
 }
 
-fn lock_name(t: &Target, job: &str) -> String {
+/// The lock file's name for `job` on this target (endpoint, resource group, job).
+pub fn lock_name(t: &Target, job: &str) -> String {
     let e = &t.arm.config().endpoint;
     let raw = format!(
         "{}-{}-{}-{}",
