@@ -13,8 +13,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The HTTP method type [`ArmClient::send`] takes (reqwest's).
+pub use reqwest::Method;
+use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
-use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
@@ -201,6 +203,12 @@ impl ArmClient {
     }
 
     // ---- URLs --------------------------------------------------------------------------------
+
+    /// `endpoint + path` with this client's `api-version`, for calls this client has no method
+    /// for (pass it to [`ArmClient::send`] or [`ArmClient::send_and_wait`]).
+    pub fn resource_url(&self, path: &str) -> Result<Url, ArmError> {
+        self.url(path)
+    }
 
     fn url(&self, path: &str) -> Result<Url, ArmError> {
         let mut url = self
@@ -487,6 +495,21 @@ impl ArmClient {
     pub async fn get_app(&self, scope: &Scope, app: &str) -> Result<ContainerApp, ArmError> {
         let url = self.url(&Self::app_path(scope, app)?)?;
         self.get_json("get_app", url).await
+    }
+
+    /// Creates or replaces a container app (PUT) and waits for its operation; returns the app
+    /// as it is afterwards.
+    pub async fn put_app(
+        &self,
+        scope: &Scope,
+        app: &str,
+        body: &ContainerApp,
+    ) -> Result<ContainerApp, ArmError> {
+        let url = self.url(&Self::app_path(scope, app)?)?;
+        let body = to_value(body)?;
+        self.send_and_wait("put_app", Method::PUT, url, Some(&body))
+            .await?;
+        self.get_app(scope, app).await
     }
 
     /// Sets env var `name=value` on one container of the app's template (the container named

@@ -1,106 +1,18 @@
-//! The perturbation sampler in-process against the fake ARM (`arm::fake`), and as a process
-//! against a fake managed identity endpoint.
-//!
-//! One test is long on purpose: `cadence_holds_over_60_s_at_1_s` checks the absolute-time
-//! schedule over a real minute. The others take a few seconds each and run beside it.
+//! The perturbation sampler in-process against the fake ARM (`arm::fake`: exact control of
+//! revisions and hangs), and as a process against a fake managed identity endpoint. The tests
+//! against localplane are in `localplane.rs`.
 
 #![allow(clippy::unwrap_used)] // test helpers: a failure is the test failing
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::process::Stdio;
 use std::time::Duration;
 
 use arm::fake::{FakeArm, FakeIdentity};
-use arm::{ArmClient, ClientConfig, TokenSource};
-use clap::Parser;
+use common::*;
 use labkit::event::Line;
-use sampler::SamplerConfig;
 use sampler::sink::Memory;
-
-fn config(base: &str, apps: &str, interval: &str, duration: &str) -> SamplerConfig {
-    SamplerConfig::try_parse_from([
-        "perturbation-sampler",
-        "--subscription-id",
-        "00000000-0000-0000-0000-000000000000",
-        "--resource-group",
-        "rg",
-        "--container-app-names",
-        apps,
-        "--arm-endpoint",
-        base,
-        "--arm-token-source",
-        "none",
-        "--perturbation-id",
-        "p-test",
-        "--interval",
-        interval,
-        "--duration",
-        duration,
-    ])
-    .unwrap()
-}
-
-fn client(cfg: &SamplerConfig) -> ArmClient {
-    let mut c: ClientConfig = cfg.arm.client_config();
-    c.retry.base_delay = Duration::from_millis(50);
-    ArmClient::new(c, TokenSource::none()).unwrap()
-}
-
-fn tick_of(line: &Line) -> Option<u64> {
-    match line {
-        Line::RevisionStateSample(s) => s.tick,
-        Line::ReplicaInventorySample(s) => s.tick,
-        _ => None,
-    }
-}
-
-fn ts_ms(line: &Line) -> i64 {
-    match line {
-        Line::RevisionStateSample(s) => s.ts.epoch_ms(),
-        Line::ReplicaInventorySample(s) => s.ts.epoch_ms(),
-        Line::PerturbationWindowMarker(m) => m.ts.epoch_ms(),
-        Line::SamplerError(e) => e.ts.epoch_ms(),
-        _ => 0,
-    }
-}
-
-/// Tick number -> the `ts` of its sample lines (all of a tick's lines share it).
-fn tick_starts(lines: &[Line]) -> BTreeMap<u64, i64> {
-    let mut out = BTreeMap::new();
-    for l in lines {
-        if let Some(t) = tick_of(l) {
-            let prev = out.insert(t, ts_ms(l));
-            assert!(prev.is_none() || prev == Some(ts_ms(l)), "one ts per tick");
-        }
-    }
-    out
-}
-
-/// Asserts every tick in `starts` began within `tol_ms` of `start + k * interval`.
-fn assert_on_schedule(lines: &[Line], starts: &BTreeMap<u64, i64>, interval_ms: i64, tol_ms: i64) {
-    let Line::PerturbationWindowMarker(start) = &lines[0] else {
-        panic!("first line is the start marker: {:?}", lines[0]);
-    };
-    let t0 = start.ts.epoch_ms();
-    for (k, ts) in starts {
-        let due = t0 + *k as i64 * interval_ms;
-        assert!(
-            (ts - due).abs() <= tol_ms,
-            "tick {k} started {} ms off schedule",
-            ts - due
-        );
-    }
-}
-
-fn errors(lines: &[Line]) -> Vec<&labkit::event::SamplerError> {
-    lines
-        .iter()
-        .filter_map(|l| match l {
-            Line::SamplerError(e) => Some(e),
-            _ => None,
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn samples_appear_for_each_revision_and_replica_between_markers() {
@@ -219,69 +131,6 @@ async fn a_hanging_call_is_cut_at_its_slot_and_the_next_tick_starts_on_time() {
 }
 
 #[tokio::test]
-async fn faults_cost_only_the_ticks_they_hit_and_are_reported() {
-    let fake = FakeArm::start().await.unwrap();
-    fake.add_simple_app("subject", 1, 2);
-    let cfg = config(&fake.base_url(), "subject", "1s", "8s");
-    let sink = Memory::default();
-    let base = fake.base_url();
-    let arm = client(&cfg);
-    let run = sampler::run_with(&cfg, &arm, &sink, std::future::pending());
-    let inject = async {
-        // Through the fault admin endpoint, as against localplane.
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        post_fault(&base, r#"{"kind":"429","count":2,"retry_after_s":2}"#).await;
-        tokio::time::sleep(Duration::from_millis(3000)).await;
-        post_fault(&base, r#"{"kind":"500","count":2}"#).await;
-    };
-    let (out, ()) = tokio::join!(run, inject);
-    let out = out.unwrap();
-    let lines = sink.lines();
-    assert_eq!(out.ticks_run, 8, "every tick ran: {lines:#?}");
-    assert_eq!(out.ticks_skipped, 0);
-    let errs = errors(&lines);
-    let throttled: Vec<_> = errs
-        .iter()
-        .filter(|e| e.status == Some(429) && e.code.as_deref() == Some("TooManyRequests"))
-        .collect();
-    assert!(!throttled.is_empty(), "429 reported: {errs:#?}");
-    // Two throttled answers can spoil at most two ticks; 500s are retried inside the slot.
-    let spoiled: std::collections::BTreeSet<_> = errs.iter().filter_map(|e| e.tick).collect();
-    assert!(spoiled.len() <= 4, "{errs:#?}");
-    assert!(out.ticks_completed >= 8 - spoiled.len() as u64);
-    assert!(
-        errs.iter()
-            .all(|e| e.operation != "tick_late" && e.operation != "tick_skipped")
-    );
-    let starts = tick_starts(&lines);
-    assert_on_schedule(&lines, &starts, 1000, 50);
-}
-
-#[tokio::test]
-async fn cadence_holds_over_60_s_at_1_s() {
-    let fake = FakeArm::start().await.unwrap();
-    fake.add_simple_app("subject", 2, 3);
-    let cfg = config(&fake.base_url(), "subject", "1", "60");
-    let sink = Memory::default();
-    let out = sampler::run_with(&cfg, &client(&cfg), &sink, std::future::pending())
-        .await
-        .unwrap();
-    let lines = sink.lines();
-    assert_eq!((out.ticks_scheduled, out.ticks_completed), (60, 60));
-    let starts = tick_starts(&lines);
-    assert_eq!(starts.len(), 60);
-    assert_on_schedule(&lines, &starts, 1000, 50);
-    let Some(Line::PerturbationWindowMarker(end)) = lines.last() else {
-        panic!("end marker last");
-    };
-    let Line::PerturbationWindowMarker(start) = &lines[0] else {
-        panic!("start marker first");
-    };
-    let window = end.ts.epoch_ms() - start.ts.epoch_ms();
-    assert!((60_000..60_200).contains(&window), "window {window} ms");
-}
-
-#[tokio::test]
 async fn a_shutdown_signal_ends_the_window_with_an_end_marker() {
     let fake = FakeArm::start().await.unwrap();
     fake.add_simple_app("subject", 1, 1);
@@ -303,21 +152,6 @@ async fn a_shutdown_signal_ends_the_window_with_an_end_marker() {
         matches!(lines.last(), Some(Line::PerturbationWindowMarker(m)) if m.phase == labkit::event::MarkerPhase::End)
     );
     assert!(errors(&lines).iter().any(|e| e.operation == "interrupted"));
-}
-
-async fn post_fault(base: &str, body: &str) {
-    // A bare HTTP/1.1 POST: the fault admin endpoint is part of the fake, not of ARM.
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = base.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "POST /localplane/faults HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).await.unwrap();
-    assert!(resp.starts_with("HTTP/1.1 204"), "{resp}");
 }
 
 /// The binary with managed identity against a fake `IDENTITY_ENDPOINT`: the protocol is

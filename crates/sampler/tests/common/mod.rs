@@ -1,0 +1,115 @@
+//! Shared by the sampler's integration tests: configs, clients, schedule assertions.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use arm::{ArmClient, ClientConfig, TokenSource};
+use clap::Parser;
+use labkit::event::Line;
+use sampler::SamplerConfig;
+
+pub fn config(base: &str, apps: &str, interval: &str, duration: &str) -> SamplerConfig {
+    SamplerConfig::try_parse_from([
+        "perturbation-sampler",
+        "--subscription-id",
+        "00000000-0000-0000-0000-000000000000",
+        "--resource-group",
+        "rg",
+        "--container-app-names",
+        apps,
+        "--arm-endpoint",
+        base,
+        "--arm-token-source",
+        "none",
+        "--perturbation-id",
+        "p-test",
+        "--interval",
+        interval,
+        "--duration",
+        duration,
+    ])
+    .unwrap()
+}
+
+pub fn client(cfg: &SamplerConfig) -> ArmClient {
+    let mut c: ClientConfig = cfg.arm.client_config();
+    c.retry.base_delay = Duration::from_millis(50);
+    ArmClient::new(c, TokenSource::none()).unwrap()
+}
+
+pub fn tick_of(line: &Line) -> Option<u64> {
+    match line {
+        Line::RevisionStateSample(s) => s.tick,
+        Line::ReplicaInventorySample(s) => s.tick,
+        _ => None,
+    }
+}
+
+pub fn ts_ms(line: &Line) -> i64 {
+    match line {
+        Line::RevisionStateSample(s) => s.ts.epoch_ms(),
+        Line::ReplicaInventorySample(s) => s.ts.epoch_ms(),
+        Line::PerturbationWindowMarker(m) => m.ts.epoch_ms(),
+        Line::SamplerError(e) => e.ts.epoch_ms(),
+        _ => 0,
+    }
+}
+
+/// Tick number -> the `ts` of its sample lines (all of a tick's lines share it).
+pub fn tick_starts(lines: &[Line]) -> BTreeMap<u64, i64> {
+    let mut out = BTreeMap::new();
+    for l in lines {
+        if let Some(t) = tick_of(l) {
+            let prev = out.insert(t, ts_ms(l));
+            assert!(prev.is_none() || prev == Some(ts_ms(l)), "one ts per tick");
+        }
+    }
+    out
+}
+
+/// Asserts every tick in `starts` began within `tol_ms` of `start + k * interval`.
+pub fn assert_on_schedule(
+    lines: &[Line],
+    starts: &BTreeMap<u64, i64>,
+    interval_ms: i64,
+    tol_ms: i64,
+) {
+    let Line::PerturbationWindowMarker(start) = &lines[0] else {
+        panic!("first line is the start marker: {:?}", lines[0]);
+    };
+    let t0 = start.ts.epoch_ms();
+    for (k, ts) in starts {
+        let due = t0 + *k as i64 * interval_ms;
+        assert!(
+            (ts - due).abs() <= tol_ms,
+            "tick {k} started {} ms off schedule",
+            ts - due
+        );
+    }
+}
+
+pub fn errors(lines: &[Line]) -> Vec<&labkit::event::SamplerError> {
+    lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::SamplerError(e) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+pub async fn post_fault(base: &str, body: &str) {
+    // A bare HTTP/1.1 POST: the fault admin endpoint is part of the fake, not of ARM.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST /localplane/faults HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).await.unwrap();
+    assert!(resp.starts_with("HTTP/1.1 2"), "{resp}");
+}

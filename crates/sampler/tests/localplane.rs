@@ -1,0 +1,287 @@
+//! The perturbation sampler against localplane's ARM API (process runtime: real `subject`
+//! binaries on 127.0.0.1). Needs `target/<profile>/subject`: `cargo test --workspace` (or
+//! nextest) builds it; with `cargo test -p sampler` run `cargo build -p subject` first.
+//!
+//! `cadence_holds_over_60_s_at_1_s` is the suite's one long test, on purpose: it checks the
+//! absolute-time schedule over a real minute.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failure is the test failing
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use arm::client::Method;
+use arm::models::ContainerApp;
+use arm::{ArmClient, ClientConfig, Scope, TokenSource};
+use common::*;
+use labkit::event::Line;
+use localplane::{Localplane, LocalplaneConfig, RuntimeKind};
+use sampler::sink::Memory;
+use serde_json::json;
+
+const SUB: &str = "00000000-0000-0000-0000-000000000000";
+const RG: &str = "rg";
+
+/// `target/<profile>/`, where the workspace's binaries are.
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
+    assert!(
+        dir.join("subject").is_file(),
+        "{} is missing: run `cargo build -p subject` (cargo test --workspace builds it)",
+        dir.join("subject").display()
+    );
+    dir
+}
+
+struct Lab {
+    lp: Localplane,
+    _dir: tempfile::TempDir,
+    client: ArmClient,
+    scope: Scope,
+}
+
+impl Lab {
+    /// localplane with one environment and app `subject` with `replicas` ready replicas.
+    async fn start(replicas: u32) -> Lab {
+        let dir = tempfile::tempdir().unwrap();
+        let lp = localplane::start(LocalplaneConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            state_dir: dir.path().join("state"),
+            evidence_dir: dir.path().join("evidence"),
+            runtime: RuntimeKind::Process { bin_dir: bin_dir() },
+        })
+        .await
+        .unwrap();
+        let mut cfg = ClientConfig::new(lp.base_url().parse().unwrap());
+        cfg.lro_poll = Duration::from_millis(200);
+        let client = ArmClient::new(cfg, TokenSource::none()).unwrap();
+        let scope = Scope::new(SUB, RG);
+        let env_path = format!(
+            "/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"
+        );
+        client
+            .send_and_wait(
+                "put_env",
+                Method::PUT,
+                client.resource_url(&env_path).unwrap(),
+                Some(&json!({"location": "local", "properties": {}})),
+            )
+            .await
+            .unwrap();
+        let app: ContainerApp = serde_json::from_value(json!({
+            "location": "local",
+            "properties": {
+                "environmentId": format!("/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"),
+                "configuration": {"activeRevisionsMode": "Single",
+                                  "ingress": {"external": true, "targetPort": 8080}},
+                "template": {
+                    "terminationGracePeriodSeconds": 2,
+                    "containers": [{"name": "subject", "image": "probelab/subject:dev",
+                                    "env": [{"name": "STARTUP_DELAY_SECONDS", "value": "0"}]}],
+                    "scale": {"minReplicas": replicas, "maxReplicas": replicas}
+                }
+            }
+        }))
+        .unwrap();
+        client.put_app(&scope, "subject", &app).await.unwrap();
+        let lab = Lab {
+            lp,
+            _dir: dir,
+            client,
+            scope,
+        };
+        lab.settle(1, replicas).await;
+        lab
+    }
+
+    /// Waits (≤ 60 s) until the app has `revisions` revisions, one active with `replicas`
+    /// running ready replicas and the others without replicas.
+    async fn settle(&self, revisions: usize, replicas: u32) {
+        for _ in 0..300 {
+            let revs = self
+                .client
+                .list_revisions(&self.scope, "subject")
+                .await
+                .unwrap();
+            let active: Vec<_> = revs.iter().filter(|r| r.properties.active).collect();
+            let others_empty = revs
+                .iter()
+                .filter(|r| !r.properties.active)
+                .all(|r| r.properties.replicas == 0);
+            if revs.len() == revisions && active.len() == 1 && others_empty {
+                let reps = self
+                    .client
+                    .list_replicas(&self.scope, "subject", &active[0].name)
+                    .await
+                    .unwrap();
+                if reps.len() == replicas as usize
+                    && reps
+                        .iter()
+                        .all(|r| r.properties.containers.iter().all(|c| c.ready))
+                {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("localplane did not settle");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_every_revision_and_replica_localplane_reports() {
+    let lab = Lab::start(2).await;
+    // A second revision through the client's env update (GET + PATCH of the whole template).
+    let suffix = arm::fresh_revision_suffix();
+    let app = lab
+        .client
+        .set_app_env(
+            &lab.scope,
+            "subject",
+            Some("subject"),
+            "MARKER",
+            "v2",
+            Some(&suffix),
+        )
+        .await
+        .unwrap();
+    let c = &app.properties.template.unwrap().containers[0];
+    assert_eq!(c.env_value("MARKER"), Some("v2"));
+    assert_eq!(
+        c.env_value("STARTUP_DELAY_SECONDS"),
+        Some("0"),
+        "rest of template kept"
+    );
+    lab.settle(2, 2).await;
+
+    let cfg = config(&lab.lp.base_url(), "subject", "500ms", "2s");
+    let sink = Memory::default();
+    let out = sampler::run_with(&cfg, &client(&cfg), &sink, std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!((out.ticks_scheduled, out.ticks_completed), (4, 4));
+    let lines = sink.lines();
+    assert!(errors(&lines).is_empty(), "{lines:#?}");
+
+    let revs = lab
+        .client
+        .list_revisions(&lab.scope, "subject")
+        .await
+        .unwrap();
+    let active = revs.iter().find(|r| r.properties.active).unwrap();
+    assert!(active.name.ends_with(&suffix), "{}", active.name);
+    let reps = lab
+        .client
+        .list_replicas(&lab.scope, "subject", &active.name)
+        .await
+        .unwrap();
+    for tick in 0..4 {
+        let mut rev_names: Vec<String> = lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::RevisionStateSample(s) if s.tick == Some(tick) => Some(s.revision.clone()),
+                _ => None,
+            })
+            .collect();
+        rev_names.sort();
+        let mut want: Vec<String> = revs.iter().map(|r| r.name.clone()).collect();
+        want.sort();
+        assert_eq!(rev_names, want, "tick {tick}");
+        let mut rep_names: Vec<String> = lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::ReplicaInventorySample(s) if s.tick == Some(tick) => {
+                    assert_eq!(s.revision, active.name);
+                    assert!(s.containers.iter().all(|c| c.ready && c.started));
+                    Some(s.replica.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        rep_names.sort();
+        let mut want: Vec<String> = reps.iter().map(|r| r.name.clone()).collect();
+        want.sort();
+        assert_eq!(rep_names, want, "tick {tick}");
+    }
+    let sample = lines
+        .iter()
+        .find_map(|l| match l {
+            Line::RevisionStateSample(s) if s.revision == active.name => Some(s.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(sample.active && sample.replicas == 2 && sample.traffic_weight == 100);
+    lab.lp.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn localplane_faults_cost_only_the_ticks_they_hit_and_are_reported() {
+    let lab = Lab::start(1).await;
+    let base = lab.lp.base_url();
+    let cfg = config(&base, "subject", "1s", "8s");
+    let sink = Memory::default();
+    let arm = client(&cfg);
+    let run = sampler::run_with(&cfg, &arm, &sink, std::future::pending());
+    let inject = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        post_fault(&base, r#"{"kind":"429","count":2,"retry_after_s":2}"#).await;
+        tokio::time::sleep(Duration::from_millis(3000)).await;
+        post_fault(&base, r#"{"kind":"500","count":2}"#).await;
+    };
+    let (out, ()) = tokio::join!(run, inject);
+    let out = out.unwrap();
+    let lines = sink.lines();
+    assert_eq!(out.ticks_run, 8, "every tick ran: {lines:#?}");
+    assert_eq!(out.ticks_skipped, 0);
+    let errs = errors(&lines);
+    assert!(
+        errs.iter()
+            .any(|e| e.status == Some(429) && e.code.as_deref().is_some_and(|c| !c.is_empty())),
+        "429 reported with its ARM code: {errs:#?}"
+    );
+    // Two throttled answers spoil at most two ticks (a 2 s Retry-After does not fit in a 1 s
+    // slot, so the tick reports instead of waiting); 500s are retried inside the slot and spoil
+    // at most two more.
+    let spoiled: std::collections::BTreeSet<_> = errs.iter().filter_map(|e| e.tick).collect();
+    assert!(spoiled.len() <= 4, "{errs:#?}");
+    assert!(out.ticks_completed >= 8 - spoiled.len() as u64);
+    assert!(
+        errs.iter()
+            .all(|e| e.operation != "tick_late" && e.operation != "tick_skipped"),
+        "{errs:#?}"
+    );
+    let starts = tick_starts(&lines);
+    assert_on_schedule(&lines, &starts, 1000, 50);
+    lab.lp.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cadence_holds_over_60_s_at_1_s() {
+    let lab = Lab::start(2).await;
+    let cfg = config(&lab.lp.base_url(), "subject", "1", "60");
+    let sink = Memory::default();
+    let out = sampler::run_with(&cfg, &client(&cfg), &sink, std::future::pending())
+        .await
+        .unwrap();
+    let lines = sink.lines();
+    assert_eq!(
+        (out.ticks_scheduled, out.ticks_completed),
+        (60, 60),
+        "{:#?}",
+        errors(&lines)
+    );
+    let starts = tick_starts(&lines);
+    assert_eq!(starts.len(), 60);
+    assert_on_schedule(&lines, &starts, 1000, 50);
+    let (Line::PerturbationWindowMarker(start), Some(Line::PerturbationWindowMarker(end))) =
+        (&lines[0], lines.last())
+    else {
+        panic!("markers first and last");
+    };
+    let window = end.ts.epoch_ms() - start.ts.epoch_ms();
+    assert!((60_000..60_200).contains(&window), "window {window} ms");
+    lab.lp.shutdown().await.unwrap();
+}
