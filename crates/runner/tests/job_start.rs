@@ -2,6 +2,8 @@
 //! localplane, no token on loopback): update-then-start, override, and the per-job lock that
 //! keeps concurrent update-then-starts from running with each other's settings.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
