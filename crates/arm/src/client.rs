@@ -621,6 +621,15 @@ impl ArmClient {
         self.get_json("get_job", url).await
     }
 
+    /// Creates or replaces a job (PUT) and waits for its operation; returns the job afterwards.
+    pub async fn put_job(&self, scope: &Scope, job: &str, body: &Job) -> Result<Job, ArmError> {
+        let url = self.url(&Self::job_path(scope, job)?)?;
+        let body = to_value(body)?;
+        self.send_and_wait("put_job", Method::PUT, url, Some(&body))
+            .await?;
+        self.get_job(scope, job).await
+    }
+
     /// Sets env var `name=value` on one container of the job's template (see
     /// [`ArmClient::set_app_env`]) and returns the job afterwards.
     pub async fn set_job_env(
@@ -656,16 +665,17 @@ impl ArmClient {
         let first = self
             .send("start_job", Method::POST, url, body.as_ref())
             .await?;
-        let started: Option<JobExecutionBase> = if first.body.is_empty() {
-            None
-        } else {
-            Some(decode("start_job", &first.body)?)
-        };
-        let last = self.wait_lro("start_job", first).await?;
-        match started {
-            Some(s) if !s.name.is_empty() => Ok(s),
-            _ => decode("start_job", &last.body),
+        // The answer names the new execution (200, or 202 + Location on Azure). Once it has a
+        // name the execution exists: return without waiting, since the Location of a running
+        // execution may keep answering 202 until it ends.
+        if !first.body.is_empty()
+            && let Ok(started) = serde_json::from_slice::<JobExecutionBase>(&first.body)
+            && !started.name.is_empty()
+        {
+            return Ok(started);
         }
+        let last = self.wait_lro("start_job", first).await?;
+        decode("start_job", &last.body)
     }
 
     /// Lists a job's executions, following `nextLink`.

@@ -285,3 +285,77 @@ async fn cadence_holds_over_60_s_at_1_s() {
     assert!((60_000..60_200).contains(&window), "window {window} ms");
     lab.lp.shutdown().await.unwrap();
 }
+
+/// The ARM client's revision and job operations against localplane (here because sampler is
+/// the crate whose tests already run localplane; arm itself stays free of it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arm_revision_restart_and_job_operations_against_localplane() {
+    use arm::models::{Job, JobExecutionStatus, JobExecutionTemplate};
+    let lab = Lab::start(1).await;
+    let (c, scope) = (&lab.client, &lab.scope);
+    let revs = c.list_revisions(scope, "subject").await.unwrap();
+    c.restart_revision(scope, "subject", &revs[0].name)
+        .await
+        .unwrap();
+    lab.settle(1, 1).await;
+
+    let job: Job = serde_json::from_value(json!({
+        "location": "local",
+        "properties": {
+            "environmentId": format!("/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"),
+            "configuration": {"triggerType": "Manual", "replicaTimeout": 60, "replicaRetryLimit": 0,
+                "manualTriggerConfig": {"parallelism": 1, "replicaCompletionCount": 1}},
+            "template": {"terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "worker", "image": "probelab/subject:dev",
+                                "env": [{"name": "STARTUP_DELAY_SECONDS", "value": "0"}]}]}
+        }
+    }))
+    .unwrap();
+    c.put_job(scope, "sweep", &job).await.unwrap();
+    let job = c
+        .set_job_env(scope, "sweep", Some("worker"), "MARKER", "j2")
+        .await
+        .unwrap();
+    let worker = &job.properties.template.unwrap().containers[0];
+    assert_eq!(worker.env_value("MARKER"), Some("j2"));
+    assert_eq!(worker.env_value("STARTUP_DELAY_SECONDS"), Some("0"));
+    assert_eq!(
+        job.properties.configuration.unwrap().replica_timeout,
+        Some(60)
+    );
+
+    let first = c.start_job(scope, "sweep", None).await.unwrap();
+    assert!(!first.name.is_empty());
+    let override_template: JobExecutionTemplate = serde_json::from_value(json!({
+        "containers": [{"name": "worker", "image": "probelab/subject:dev",
+                        "env": [{"name": "APP_NAME", "value": "override"}]}]
+    }))
+    .unwrap();
+    let second = c
+        .start_job(scope, "sweep", Some(&override_template))
+        .await
+        .unwrap();
+    assert_ne!(first.name, second.name);
+    let execs = c.list_executions(scope, "sweep").await.unwrap();
+    assert_eq!(execs.len(), 2);
+    let e2 = c.get_execution(scope, "sweep", &second.name).await.unwrap();
+    let t = e2.properties.template.unwrap();
+    assert_eq!(t.containers[0].env_value("APP_NAME"), Some("override"));
+
+    for name in [&first.name, &second.name] {
+        c.stop_execution(scope, "sweep", name).await.unwrap();
+    }
+    let mut stopped = false;
+    for _ in 0..100 {
+        let e = c.get_execution(scope, "sweep", &first.name).await.unwrap();
+        if e.properties.status == Some(JobExecutionStatus::Stopped) {
+            stopped = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(stopped, "execution stopped through the API");
+    let err = c.get_execution(scope, "sweep", "nope").await.unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    lab.lp.shutdown().await.unwrap();
+}
