@@ -723,12 +723,18 @@ impl Plane {
 
 fn set_routes(app: &App) {
     let mut backends = Vec::new();
-    for r in app.revisions.iter().filter(|r| r.traffic > 0) {
+    for r in &app.revisions {
         for rep in &r.replicas {
+            // Serving: a ready replica of a revision with traffic. Lagging: a retiring replica
+            // that was being routed keeps its place while `routable` (routingRemovalLagMs),
+            // whatever its readiness or its revision's weight: the ingress has not heard yet.
+            let serving = r.traffic > 0 && rep.ready();
+            let lagging = rep.retiring.load(Ordering::SeqCst) && rep.routed.load(Ordering::SeqCst);
             if rep.routable.load(Ordering::SeqCst)
-                && rep.ready()
+                && (serving || lagging)
                 && let Some(addr) = rep.endpoint()
             {
+                rep.routed.store(true, Ordering::SeqCst);
                 backends.push(Backend {
                     addr,
                     revision: r.name.clone(),

@@ -43,6 +43,8 @@ pub struct Replica {
     pub containers: Vec<Mutex<ContainerStatus>>,
     /// Cleared when the replica is taken out of routing (deactivation, restart, delete).
     pub routable: AtomicBool,
+    /// Set once the replica was in an ingress routing table.
+    pub routed: AtomicBool,
     /// Set once a stop was requested, so reconcile does not count the replica.
     pub retiring: AtomicBool,
     /// Fired to stop the replica: SIGTERM, grace, SIGKILL.
@@ -75,6 +77,7 @@ impl Replica {
                 })
                 .collect(),
             routable: AtomicBool::new(true),
+            routed: AtomicBool::new(false),
             retiring: AtomicBool::new(false),
             cancel: CancellationToken::new(),
             running: AtomicUsize::new(containers.len()),
@@ -282,11 +285,16 @@ pub async fn supervise(
             stop_with_grace(&ctx.runtime, &launched.id, &mut exit, grace).await;
         }
         ctx.runtime.remove(&launched.id).await;
+        let stopping = matches!(outcome, Outcome::Stop);
         rep.update(idx, |s| {
             s.running_state = "Terminated";
             s.ready = false;
             s.started = false;
-            s.endpoint = None;
+            // A stopped replica keeps its address: with `routingRemovalLagMs` the ingress keeps
+            // sending to it (connection refused) until routing catches up, as in Kubernetes.
+            if !stopping {
+                s.endpoint = None;
+            }
         });
         ctx.notify.notify_one();
         if matches!(outcome, Outcome::Stop) {
