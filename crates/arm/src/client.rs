@@ -335,10 +335,15 @@ impl ArmClient {
             .http
             .request(method, url.clone())
             .timeout(timeout);
-        if self.same_origin(&url)
-            && let Some(token) = self.inner.token.token().await?
-        {
-            req = req.bearer_auth(token.secret());
+        if self.same_origin(&url) {
+            // The token fetch counts against the same timeout: a hanging identity endpoint
+            // must not hold a call past its deadline either.
+            let token = tokio::time::timeout(timeout, self.inner.token.token())
+                .await
+                .map_err(|_| ArmError::Token(format!("no token within {timeout:?}")))??;
+            if let Some(token) = token {
+                req = req.bearer_auth(token.secret());
+            }
         }
         req = match body {
             Some(b) => req.json(b),

@@ -218,3 +218,37 @@ async fn tokens_are_cached_then_refreshed_before_expiry() {
     assert_eq!(c.token_source().fetch_count(), 2);
     assert!(!format!("{c:?}").contains("tok-"));
 }
+
+/// Never answers.
+#[derive(Debug)]
+struct HangingCredential;
+
+#[async_trait::async_trait]
+impl TokenCredential for HangingCredential {
+    async fn get_token(
+        &self,
+        _scopes: &[&str],
+        _options: Option<TokenRequestOptions<'_>>,
+    ) -> azure_core::Result<AccessToken> {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn a_hanging_identity_endpoint_cannot_hold_a_call_past_its_deadline() {
+    let fake = FakeArm::start().await.unwrap();
+    fake.add_simple_app("subject", 1, 1);
+    let source = TokenSource::from_credential(
+        TokenSourceKind::ManagedIdentity,
+        Arc::new(HangingCredential),
+        token::DEFAULT_SCOPE,
+    );
+    let c = ArmClient::new(ClientConfig::new(fake.base_url().parse().unwrap()), source)
+        .unwrap()
+        .with_deadline(Instant::now() + Duration::from_millis(300));
+    let t0 = Instant::now();
+    let err = c.list_revisions(&scope(), "subject").await.unwrap_err();
+    assert!(matches!(err, ArmError::Token(_)), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    assert!(fake.seen().is_empty());
+}

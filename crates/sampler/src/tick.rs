@@ -44,6 +44,12 @@ impl LineContext {
         operation: &str,
         e: &ArmError,
     ) -> Line {
+        // A token failure is not the listing's fault: report it as the `token` operation.
+        let operation = if matches!(e, ArmError::Token(_)) {
+            "token"
+        } else {
+            operation
+        };
         SamplerError {
             tick: Some(tick),
             app: Some(app.to_owned()),

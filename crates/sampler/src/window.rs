@@ -26,10 +26,14 @@ use labkit::event::{MarkerPhase, PerturbationWindowMarker, SamplerError};
 use tokio::time::Instant;
 
 use crate::sink::Sink;
-use crate::tick::{LineContext, sample_tick};
+use crate::tick::{LineContext, TickResult, sample_tick};
 
 /// A tick starting later than this is reported as `tick_late`.
 pub const LATE_REPORT: Duration = Duration::from_millis(50);
+
+/// How far past its slot a tick may run before it is abandoned as `tick_timeout` (its calls
+/// are cut at the slot's end already; this only catches a stuck future).
+pub const TICK_GRACE: Duration = Duration::from_millis(100);
 
 /// What one window samples, and how often.
 #[derive(Clone, Debug)]
@@ -166,8 +170,12 @@ pub async fn run_window(
         let slot_end = start + offset(interval, k + 1);
         let tick_client = client.with_deadline(slot_end);
         let work = sample_tick(&tick_client, &window.scope, &window.apps, ctx, k, ts);
+        // Belt and braces: every call is already bounded by the slot; this bounds the tick as a
+        // whole (a stuck future anywhere) a little after it.
         let result = tokio::select! {
-            r = work => r,
+            r = tokio::time::timeout_at(slot_end + TICK_GRACE, work) => {
+                r.unwrap_or_else(|_| stuck_tick(ctx, ts, k))
+            }
             _ = &mut shutdown => { out.interrupted = true; break 'ticks; }
         };
         for line in result.lines {
@@ -205,6 +213,22 @@ pub async fn run_window(
     }
     sink.emit(marker(window, ts_end, MarkerPhase::End, Some(&out)).into());
     out
+}
+
+/// The result of a tick abandoned after its slot.
+fn stuck_tick(ctx: &LineContext, ts: Timestamp, k: u64) -> TickResult {
+    let line = SamplerError {
+        tick: Some(k),
+        ..ctx.error(
+            ts,
+            "tick_timeout",
+            format!("tick {k} did not finish within its slot; its samples are lost"),
+        )
+    };
+    TickResult {
+        lines: vec![line.into()],
+        errors: 1,
+    }
 }
 
 fn marker(
