@@ -86,11 +86,33 @@ pub fn router(state: ApiState) -> Router {
             post(faults::post_faults).delete(faults::delete_faults),
         )
         .with_state(state.faults.clone())
-        .route("/localplane/healthz", get(|| async { "ok" }));
+        .route("/localplane/healthz", get(|| async { "ok" }))
+        .merge(
+            Router::new()
+                .route("/localplane/apps/{app}/endpoints", get(app_endpoints))
+                .with_state(state.clone()),
+        );
     let inner = admin.merge(arm);
     Router::new()
         .fallback_service(inner)
         .layer(middleware::from_fn(normalize_path))
+}
+
+/// Admin (not ARM): an app's ingress address and the replica endpoints it routes to now, for
+/// benchmarks and debugging.
+async fn app_endpoints(State(s): State<ApiState>, Path(app): Path<String>) -> ArmResult {
+    let st = s.plane.lock();
+    let a = st
+        .apps
+        .get(&key(&app))
+        .ok_or_else(|| app_not_found(&app, "*"))?;
+    let backends: Vec<Value> = a
+        .routes
+        .snapshot()
+        .iter()
+        .map(|b| json!({"addr": b.addr.to_string(), "revision": b.revision, "replica": b.replica}))
+        .collect();
+    Ok(axum::Json(json!({"ingress": a.fqdn(), "backends": backends})).into_response())
 }
 
 async fn not_found(req: Request) -> ArmError {

@@ -821,3 +821,101 @@ async fn e2e_5_drain_and_grace() {
     }
     lab.stop().await;
 }
+
+/// Jobs on Docker: a Manual job whose loadgen reaches an app by name and exits 0 (Succeeded),
+/// `replicaTimeout` failing a job that runs too long, and a Schedule (cron) job firing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e2e_jobs_manual_timeout_schedule() {
+    let Some(lab) = Lab::docker().await else {
+        return;
+    };
+    create(
+        &lab,
+        "target",
+        app_body(json!([]), 1, json!([]), 2, json!({})),
+    )
+    .await;
+    let job = |trigger: Value, timeout: u64, image: &str, env: Value| {
+        json!({"location": "local", "properties": {
+            "configuration": trigger.as_object().unwrap().clone().into_iter()
+                .chain([("replicaTimeout".to_string(), json!(timeout)), ("replicaRetryLimit".to_string(), json!(0))])
+                .collect::<serde_json::Map<_, _>>(),
+            "template": {"terminationGracePeriodSeconds": 2, "containers": [{"name": "main", "image": image, "env": env}]}}})
+    };
+    let manual = json!({"triggerType": "Manual", "manualTriggerConfig": {"parallelism": 1, "replicaCompletionCount": 1}});
+    let load_env = json!([{"name": "SUBJECT_URL", "value": "http://target/"}, {"name": "TARGET_RPS", "value": "20"}, {"name": "DURATION_SECONDS", "value": "2"}]);
+    for (name, body) in [
+        (
+            "load",
+            job(manual.clone(), 60, "probelab/loadgen:dev", load_env),
+        ),
+        (
+            "stuck",
+            job(manual.clone(), 3, "probelab/subject:dev", json!([])),
+        ),
+        (
+            "cron",
+            job(
+                json!({"triggerType": "Schedule", "scheduleTriggerConfig": {"cronExpression": "* * * * *", "parallelism": 1, "replicaCompletionCount": 1}}),
+                3,
+                "probelab/subject:dev",
+                json!([]),
+            ),
+        ),
+    ] {
+        let (code, _, v) = lab
+            .call("PUT", &format!("{}?{AV}", lab.job_url(name)), Some(body))
+            .await;
+        assert_eq!(code, 201, "{v}");
+    }
+    let run = |name: &'static str| {
+        let lab = &lab;
+        async move {
+            let (code, _, v) = lab
+                .call("POST", &format!("{}/start?{AV}", lab.job_url(name)), None)
+                .await;
+            assert_eq!(code, 202, "{v}");
+            let exec = v["name"].as_str().unwrap().to_string();
+            eventually(Duration::from_secs(60), "execution ends", || async {
+                let (_, _, v) = lab
+                    .call(
+                        "GET",
+                        &format!("{}/executions/{exec}?{AV}", lab.job_url(name)),
+                        None,
+                    )
+                    .await;
+                let s = v["properties"]["status"].as_str()?.to_string();
+                (s != "Running").then_some(s)
+            })
+            .await
+        }
+    };
+    assert_eq!(run("load").await, "Succeeded");
+    let load_lines: Vec<Value> = lab
+        .console_rows()
+        .into_iter()
+        .filter(|r| r["JobName_s"] == "load")
+        .collect();
+    let summary = load_lines
+        .iter()
+        .filter_map(|r| serde_json::from_str::<Value>(r["Log_s"].as_str()?).ok())
+        .find(|l| l["kind"] == "summary")
+        .expect("loadgen summary in the console table");
+    assert!(
+        summary["ok"].as_u64().unwrap() > 0,
+        "the job reached the app by name: {summary}"
+    );
+    assert_eq!(run("stuck").await, "Failed");
+    eventually(Duration::from_secs(75), "a scheduled execution", || async {
+        let (_, _, v) = lab
+            .call(
+                "GET",
+                &format!("{}/executions?{AV}", lab.job_url("cron")),
+                None,
+            )
+            .await;
+        (!v["value"].as_array()?.is_empty()).then_some(())
+    })
+    .await;
+    lab.stop().await;
+}
