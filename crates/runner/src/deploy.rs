@@ -184,3 +184,52 @@ pub async fn wait_ready(t: &Target, apps: &[String], timeout: Duration) -> Resul
     }
     Ok(())
 }
+
+/// Consecutive good answers that count as "serving".
+pub const SERVING_STREAK: u32 = 5;
+
+/// Waits until every app a load targets answers its load path with 2xx/3xx through the ingress
+/// [`SERVING_STREAK`] times in a row. Readiness alone is not enough: an app whose readiness lies
+/// (the positive control) is "ready" long before it serves, and a baseline started then would
+/// measure the warm-up instead of the steady state.
+pub async fn wait_serving(t: &Target, lab: &Lab, timeout: Duration) -> Result<(), RunError> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|e| RunError::Config(format!("cannot build the HTTP client: {e}")))?;
+    let deadline = Instant::now() + timeout;
+    let mut targets: Vec<(&str, &str)> = lab
+        .load
+        .iter()
+        .map(|l| (l.target.as_str(), l.path.as_str()))
+        .collect();
+    targets.sort_unstable();
+    targets.dedup();
+    for (app, path) in targets {
+        let url = format!("{}{path}", t.app_host_url(app).await?);
+        let mut streak = 0;
+        let mut last = String::new();
+        while streak < SERVING_STREAK {
+            match http.get(&url).send().await {
+                Ok(r) if r.status().is_success() || r.status().is_redirection() => streak += 1,
+                Ok(r) => {
+                    streak = 0;
+                    last = format!("HTTP {}", r.status().as_u16());
+                }
+                Err(e) => {
+                    streak = 0;
+                    last = e.to_string();
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(RunError::Timeout(format!(
+                    "app {app} did not serve {url} within {}s (last answer: {last})",
+                    timeout.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    Ok(())
+}

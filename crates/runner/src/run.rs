@@ -289,7 +289,8 @@ async fn orchestrate(
     )
     .await?;
     cancellable(cancel, deploy::wait_ready(&t, &names, opts.ready_timeout)).await?;
-    progress.line("every app is ready");
+    cancellable(cancel, deploy::wait_serving(&t, lab, opts.ready_timeout)).await?;
+    progress.line("every app is ready and every load target serves");
     let actor = Arc::new(Actor::new(t.clone(), Some(token), scale)?);
     run_steps(lab, &t, &actor, opts, progress, pack, record).await
 }
