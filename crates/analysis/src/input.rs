@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use labkit::Line;
 use labkit::clock::window_start_ms;
@@ -341,7 +342,7 @@ pub(crate) fn outer_line(acc: &mut Acc, raw: &str, loc: &Loc) {
         return;
     }
     if s.starts_with('{') {
-        if memchr::memmem::find(s.as_bytes(), b"\"Log_s\"").is_some() {
+        if LOG_S.find(s.as_bytes()).is_some() {
             match serde_json::from_str::<RowB<'_>>(s) {
                 Ok(row) => {
                     if row.reason.is_some() {
@@ -441,9 +442,19 @@ pub fn logfmt_msg(s: &str) -> Option<String> {
     serde_json::from_str::<String>(quoted).ok()
 }
 
+/// Searchers built once: `memmem::find` would build one per call, per line.
+static LOG_S: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"\"Log_s\""));
+static KIND: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"\"kind\""));
+
 /// `"kind":"<value>"` of a JSON line, read without parsing it.
 fn peek_kind(s: &str) -> Option<&str> {
-    let i = memchr::memmem::find(s.as_bytes(), b"\"kind\"")?;
+    // Our images print `kind` first.
+    if let Some(rest) = s.strip_prefix("{\"kind\":\"") {
+        return rest.find('"').map(|e| &rest[..e]);
+    }
+    let i = KIND.find(s.as_bytes())?;
     let rest = s[i + 6..].trim_start();
     let rest = rest.strip_prefix(':')?.trim_start();
     let rest = rest.strip_prefix('"')?;
@@ -616,7 +627,7 @@ fn json_line(acc: &mut Acc, s: &str, loc: &Loc, top: bool) {
         // The scheduled time is only kept for failed requests; skip parsing it otherwise.
         && let Some(sched) = if r.ok { Some(ts) } else { parse_ms(r.scheduled_ts) }
     {
-        acc.stats.kind("req");
+        acc.stats.req_fast += 1;
         req(
             acc,
             ReqIn {

@@ -328,6 +328,8 @@ pub struct InputStats {
     pub lines: u64,
     pub blank: u64,
     pub by_kind: BTreeMap<String, u64>,
+    /// `req` lines read by the fast path (folded into `by_kind` by [`Acc::finish`]).
+    pub req_fast: u64,
     /// Bucket rows of an already-aggregated table (az / query API export).
     pub bucket_rows: u64,
     /// Console rows whose `Log_s` is not one of our lines (plain text, other programs' JSON).
@@ -379,6 +381,7 @@ impl InputStats {
             *self.by_kind.entry(k).or_insert(0) += v;
         }
         self.bucket_rows += o.bucket_rows;
+        self.req_fast += o.req_fast;
         self.foreign += o.foreign;
         for q in o.foreign_quoted {
             if self.foreign_quoted.len() < MAX_QUOTED {
@@ -497,6 +500,10 @@ impl Acc {
 
     /// Sorts the event streams by time (after all merges).
     pub fn finish(&mut self) {
+        if self.stats.req_fast > 0 {
+            *self.stats.by_kind.entry("req".to_owned()).or_insert(0) += self.stats.req_fast;
+            self.stats.req_fast = 0;
+        }
         self.rev_samples.sort_by_key(|s| s.ts);
         self.replica_samples.sort_by_key(|s| s.ts);
         self.markers.sort_by_key(|s| s.ts);
