@@ -65,28 +65,38 @@ best() { sort -n | head -1; }
 echo "file: $file ($(wc -c <"$file") bytes, $(wc -l <"$file") lines)" | tee "$out/results.txt"
 : >"$tmp/ours.txt"
 : >"$tmp/duck.txt"
+: >"$tmp/ours_cpu.txt"
+: >"$tmp/duck_cpu.txt"
 for i in $(seq "$RUNS"); do
   rm -rf "$tmp/pack"
   a=$(date +%s.%N)
-  /usr/bin/time -f "%M" -o "$tmp/rss.txt" "$target/release/examples/analyze_pack" "$tmp/pack" "$file" >"$tmp/labctl.out"
+  /usr/bin/time -f "%M %U %S" -o "$tmp/rss.txt" "$target/release/examples/analyze_pack" "$tmp/pack" "$file" >"$tmp/labctl.out"
   b=$(date +%s.%N)
   t=$(secs "$a" "$b")
   echo "$t" >>"$tmp/ours.txt"
-  echo "analysis run $i: ${t}s max_rss_kb=$(cat "$tmp/rss.txt") ($(cat "$tmp/labctl.out"))" | tee -a "$out/results.txt"
+  read -r rss usr sys <"$tmp/rss.txt"
+  python3 -c "print(f'{$usr + $sys:.2f}')" >>"$tmp/ours_cpu.txt"
+  echo "analysis run $i: ${t}s wall, cpu ${usr}s user + ${sys}s sys, max_rss_kb=$rss ($(cat "$tmp/labctl.out"))" | tee -a "$out/results.txt"
 done
 for i in $(seq "$RUNS"); do
   a=$(date +%s.%N)
-  r=$(python3 "$tmp/duckdb_q1_q2.py" "$file")
+  r=$(/usr/bin/time -f "%U %S %M" -o "$tmp/duck_time.txt" python3 "$tmp/duckdb_q1_q2.py" "$file")
   b=$(date +%s.%N)
   t=$(secs "$a" "$b")
   echo "$t" >>"$tmp/duck.txt"
-  echo "duckdb Q1+Q2 run $i: ${t}s wall (inside python: $r)" | tee -a "$out/results.txt"
+  read -r usr sys rss <"$tmp/duck_time.txt"
+  python3 -c "print(f'{$usr + $sys:.2f}')" >>"$tmp/duck_cpu.txt"
+  echo "duckdb Q1+Q2 run $i: ${t}s wall, cpu ${usr}s user + ${sys}s sys, max_rss_kb=$rss (inside python: $r)" | tee -a "$out/results.txt"
 done
 ours=$(best <"$tmp/ours.txt")
 duck=$(best <"$tmp/duck.txt")
 ratio=$(python3 -c "print(f'{$duck / $ours:.2f}')")
+ours_cpu=$(best <"$tmp/ours_cpu.txt")
+duck_cpu=$(best <"$tmp/duck_cpu.txt")
+cpu_ratio=$(python3 -c "print(f'{$duck_cpu / $ours_cpu:.2f}')")
 {
-  echo "best analysis: ${ours}s; best duckdb: ${duck}s; ratio duckdb/ours: ${ratio}x"
+  echo "best analysis: ${ours}s; best duckdb: ${duck}s; ratio duckdb/ours: ${ratio}x (wall clock)"
+  echo "best analysis cpu: ${ours_cpu}s; best duckdb cpu: ${duck_cpu}s; ratio: ${cpu_ratio}x (user+sys, less sensitive to machine load)"
   echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $host; cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo || true)"
