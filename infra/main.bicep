@@ -250,3 +250,4 @@ output pullIdentityClientId string = pullIdentity.properties.clientId
 output samplerIdentityClientId string = samplerIdentity.properties.clientId
 output workspaceCustomerId string = workspace.properties.customerId
 output registryLoginServer string = registry.properties.loginServer
+output registryName string = registry.name

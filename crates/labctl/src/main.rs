@@ -52,6 +52,9 @@ enum Command {
     Logs(cmd::logs::Args),
     /// Check an evidence pack against its manifest.sha256.
     Verify(cmd::verify::Args),
+    Deploy(cmd::deploy::Args),
+    Destroy(cmd::deploy::DestroyArgs),
+    AzureEnv(cmd::deploy::EnvArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +68,9 @@ fn main() -> ExitCode {
         Command::Local(a) => cmd::local::run(a),
         Command::Logs(a) => cmd::logs::run(a),
         Command::Verify(a) => cmd::verify::run(a),
+        Command::Deploy(a) => cmd::deploy::run(a),
+        Command::Destroy(a) => cmd::deploy::run_destroy(a),
+        Command::AzureEnv(a) => cmd::deploy::run_env(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

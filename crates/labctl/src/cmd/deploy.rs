@@ -1,0 +1,481 @@
+//! `labctl deploy` / `labctl destroy` / `labctl azure-env`: create probelab's Azure environment
+//! from infra/main.bicep, push the images, and remember where it is.
+//!
+//! Everything goes through the operator's own tools, found on PATH: the Azure CLI (`az`, logged
+//! in) and Docker. The steps, in order:
+//!
+//! 1. `az account show` (the subscription; fails clearly when not logged in),
+//! 2. `docker image inspect probelab/<img>:<tag>` for every image (built by
+//!    scripts/build-images.sh),
+//! 3. `az group create`,
+//! 4. `az deployment group create -n probelab -g RG -f infra/main.bicep -p infra/main.parameters.json
+//!    -p baseName=.. imageTag=.. zoneRedundant=.. expiresAt=.. [registryName=..]`,
+//! 5. `az deployment group show -n probelab -g RG --query properties.outputs`,
+//! 6. `az acr login -n <registry>`, then `docker tag` + `docker push` of each image,
+//! 7. the state file (`.probelab/azure.json`).
+//!
+//! The state file's top-level keys are the environment variables `labctl lab run --target
+//! azure` reads (`SUBSCRIPTION_ID`, `RESOURCE_GROUP`, `LOG_ANALYTICS_WORKSPACE_ID`,
+//! `PROBELAB_BASE_NAME`, `PROBELAB_IMAGE_PREFIX`), plus the deployment's outputs under
+//! `outputs`. The runner reads the process environment only; [`read_state`] reads the file back
+//! and `labctl azure-env` prints it as `export` lines (`eval "$(labctl azure-env)"`). No value in
+//! it is a secret (the template has no secret output; the workspace key never leaves Azure).
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, anyhow, bail};
+use serde_json::Value;
+
+use crate::exit;
+
+/// The images `labctl deploy` pushes (as scripts/build-images.sh names them).
+pub const IMAGES: [&str; 4] = ["subject", "loadgen", "perturbation-sampler", "audit"];
+/// Where `labctl deploy` writes the outputs and `labctl azure-env` reads them.
+pub const DEFAULT_STATE: &str = ".probelab/azure.json";
+/// The ARM deployment's name (`az deployment group show -n`).
+pub const DEPLOYMENT_NAME: &str = "probelab";
+
+const AZ_INSTALL: &str = "the Azure CLI (`az`) is not on PATH; install it \
+    (https://learn.microsoft.com/cli/azure/install-azure-cli; Debian/Ubuntu: \
+    `curl -sL https://aka.ms/InstallAzureCLIDeb | sudo bash`), then `az login`";
+
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Create probelab's Azure environment from infra/main.bicep and push the images",
+    long_about = "Create probelab's Azure environment from infra/main.bicep and push the images.\n\n\
+        Creates (or updates) the resource group, then deploys: a Log Analytics workspace, a VNet, \
+        a Container Apps environment (Consumption), a container registry (admin user disabled), \
+        a pull identity (AcrPull) and a sampler identity (Reader on the group), and the jobs \
+        <base>-loadgen, <base>-perturbation-sampler and <base>-audit (cron */5). The subject \
+        apps are not deployed: `labctl lab run --target azure` creates each lab's apps.\n\n\
+        Then it pushes probelab/{subject,loadgen,perturbation-sampler,audit}:<tag> (built by \
+        scripts/build-images.sh) to the registry and writes the outputs to .probelab/azure.json; \
+        `eval \"$(labctl azure-env)\"` exports them for `labctl lab run --target azure`.\n\n\
+        Needs: the Azure CLI logged in (`az login`), Docker, and the repository root as the \
+        working directory (or --infra).\n\n\
+        Costs (list prices, late 2026; see infra/README.md): the registry (Basic) is about $5 a \
+        month while it exists; Log Analytics a few dollars per GB ingested (a lab ingests well \
+        under 1 GB); Container Apps Consumption bills per vCPU- and GiB-second while something \
+        runs (a full rollout lab is about $0.50), plus the audit job every 5 minutes. Delete it \
+        all with `labctl destroy --resource-group RG`.",
+    after_help = "Example:\n  scripts/build-images.sh\n  \
+        labctl deploy --resource-group probelab-rg --location swedencentral --expires-at 2026-12-31\n  \
+        eval \"$(labctl azure-env)\"\n  \
+        labctl lab run labs/rollout.toml --target azure --profile quick\n  \
+        labctl destroy --resource-group probelab-rg"
+)]
+pub struct Args {
+    /// The resource group to create (or reuse).
+    #[arg(long, short = 'g', value_name = "RG")]
+    pub resource_group: String,
+    /// Azure region, e.g. swedencentral.
+    #[arg(long, short = 'l', value_name = "LOCATION")]
+    pub location: String,
+    /// Registry name (globally unique, 5-50 alphanumerics) [default: the template's
+    /// <base> plus a suffix derived from the resource group].
+    #[arg(long, value_name = "NAME")]
+    pub registry: Option<String>,
+    /// Prefix of every resource name (3-12 lower-case letters and digits).
+    #[arg(long, default_value = "probelab", value_name = "NAME")]
+    pub base_name: String,
+    /// Tag of the local images to push (scripts/build-images.sh tags `dev` and the git short sha).
+    #[arg(long, default_value = "dev", value_name = "TAG")]
+    pub image_tag: String,
+    /// Turn zone redundancy off (regions without availability zones).
+    #[arg(long)]
+    pub no_zone_redundancy: bool,
+    /// The `expires-at` tag on every resource (YYYY-MM-DD) [default: 7 days from today].
+    #[arg(long, value_name = "DATE")]
+    pub expires_at: Option<String>,
+    /// Where to write the outputs.
+    #[arg(long, default_value = DEFAULT_STATE, value_name = "FILE")]
+    pub state: PathBuf,
+    /// The directory holding main.bicep and main.parameters.json.
+    #[arg(long, default_value = "infra", value_name = "DIR")]
+    pub infra: PathBuf,
+    /// Do not ask (deploy never asks today; accepted for scripts).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Delete the resource group labctl deploy created (asks first)",
+    long_about = "Delete the resource group labctl deploy created, with everything in it \
+        (`az group delete`). Asks for confirmation on a terminal; without a terminal it refuses \
+        unless --yes is given.",
+    after_help = "Example:\n  labctl destroy --resource-group probelab-rg\n  \
+        labctl destroy --resource-group probelab-rg --yes   # scripts"
+)]
+pub struct DestroyArgs {
+    /// The resource group to delete.
+    #[arg(long, short = 'g', value_name = "RG")]
+    pub resource_group: String,
+    /// Delete without asking.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Print the deployed environment as shell `export` lines",
+    long_about = "Print the state file written by `labctl deploy` as shell `export` lines: \
+        SUBSCRIPTION_ID, RESOURCE_GROUP, LOG_ANALYTICS_WORKSPACE_ID, PROBELAB_BASE_NAME, \
+        PROBELAB_IMAGE_PREFIX (what `labctl lab run --target azure` reads).",
+    after_help = "Example:\n  eval \"$(labctl azure-env)\"\n  \
+        labctl lab run labs/rollout.toml --target azure"
+)]
+pub struct EnvArgs {
+    /// The state file written by `labctl deploy`.
+    #[arg(long, default_value = DEFAULT_STATE, value_name = "FILE")]
+    pub state: PathBuf,
+}
+
+fn progress(msg: &str) {
+    eprintln!("labctl deploy: {msg}");
+}
+
+/// Runs a command with captured output; `Ok(stdout)` on success.
+fn run_tool(tool: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(tool)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                match tool {
+                    "az" => anyhow!("{AZ_INSTALL}"),
+                    _ => anyhow!(
+                        "`{tool}` is not on PATH; install Docker (https://docs.docker.com/engine/install/)"
+                    ),
+                }
+            } else {
+                anyhow!("cannot run `{tool}`: {e}")
+            }
+        })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let shown: Vec<&str> = args.iter().take(3).copied().collect();
+        bail!(
+            "`{tool} {}` failed ({}): {}",
+            shown.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    }
+}
+
+fn json(text: &str, what: &str) -> anyhow::Result<Value> {
+    serde_json::from_str(text).with_context(|| format!("{what} did not answer JSON"))
+}
+
+/// `az account show`: the subscription id and name, or a clear "not logged in".
+fn account() -> anyhow::Result<(String, String)> {
+    let out = match run_tool("az", &["account", "show", "-o", "json"]) {
+        Ok(o) => o,
+        Err(e) if e.to_string().contains(AZ_INSTALL) => return Err(e),
+        Err(e) => {
+            bail!("not logged in to Azure: run `az login` (and `az account set -s SUB`); {e}")
+        }
+    };
+    let v = json(&out, "`az account show`")?;
+    let id = v["id"]
+        .as_str()
+        .context("`az account show` has no subscription id")?
+        .to_owned();
+    let name = v["name"].as_str().unwrap_or("").to_owned();
+    Ok((id, name))
+}
+
+/// The deployment outputs (`{name: {type, value}}`) flattened to `{name: value}`.
+pub fn flatten_outputs(v: &Value) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    if let Some(obj) = v.as_object() {
+        for (k, o) in obj {
+            let val = o.get("value").unwrap_or(o);
+            let s = match val {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            m.insert(k.clone(), s);
+        }
+    }
+    m
+}
+
+fn default_expiry() -> String {
+    (chrono::Utc::now() + chrono::Duration::days(7))
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+pub fn run(a: Args) -> anyhow::Result<u8> {
+    let template = a.infra.join("main.bicep");
+    let params = a.infra.join("main.parameters.json");
+    for f in [&template, &params] {
+        if !f.is_file() {
+            bail!(
+                "{} not found: run labctl deploy from the repository root, or pass --infra DIR",
+                f.display()
+            );
+        }
+    }
+    let expires = a.expires_at.clone().unwrap_or_else(default_expiry);
+    if chrono::NaiveDate::parse_from_str(&expires, "%Y-%m-%d").is_err() {
+        bail!("--expires-at {expires}: expected a date as YYYY-MM-DD");
+    }
+
+    progress("checking the Azure CLI login (az account show)");
+    let (sub, sub_name) = account()?;
+    progress(&format!("subscription {sub_name} ({sub})"));
+
+    let local_images: Vec<String> = IMAGES
+        .iter()
+        .map(|i| format!("probelab/{i}:{}", a.image_tag))
+        .collect();
+    let mut missing = Vec::new();
+    for img in &local_images {
+        if run_tool("docker", &["image", "inspect", "--format", "{{.Id}}", img]).is_err() {
+            missing.push(img.as_str());
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "image(s) missing locally: {}; build them with scripts/build-images.sh \
+             (it tags :dev and :<git short sha>; pick one with --image-tag)",
+            missing.join(", ")
+        );
+    }
+
+    progress(&format!(
+        "resource group {} in {}",
+        a.resource_group, a.location
+    ));
+    run_tool(
+        "az",
+        &[
+            "group",
+            "create",
+            "-n",
+            &a.resource_group,
+            "-l",
+            &a.location,
+            "--tags",
+            &format!("expires-at={expires}"),
+            "managedBy=probelab-labctl",
+            "-o",
+            "none",
+        ],
+    )?;
+
+    progress("deploying infra/main.bicep (a few minutes the first time)");
+    let template_s = template.display().to_string();
+    let params_s = format!("@{}", params.display());
+    let p_base = format!("baseName={}", a.base_name);
+    let p_tag = format!("imageTag={}", a.image_tag);
+    let p_zone = format!("zoneRedundant={}", !a.no_zone_redundancy);
+    let p_exp = format!("expiresAt={expires}");
+    let mut deploy_args: Vec<&str> = vec![
+        "deployment",
+        "group",
+        "create",
+        "-n",
+        DEPLOYMENT_NAME,
+        "-g",
+        &a.resource_group,
+        "-f",
+        &template_s,
+        "-p",
+        &params_s,
+        "-p",
+        &p_base,
+        &p_tag,
+        &p_zone,
+        &p_exp,
+    ];
+    let p_reg;
+    if let Some(r) = &a.registry {
+        p_reg = format!("registryName={r}");
+        deploy_args.push(&p_reg);
+    }
+    deploy_args.extend(["-o", "none"]);
+    run_tool("az", &deploy_args)?;
+
+    let out = run_tool(
+        "az",
+        &[
+            "deployment",
+            "group",
+            "show",
+            "-n",
+            DEPLOYMENT_NAME,
+            "-g",
+            &a.resource_group,
+            "--query",
+            "properties.outputs",
+            "-o",
+            "json",
+        ],
+    )?;
+    let outputs = flatten_outputs(&json(&out, "`az deployment group show`")?);
+    let login_server = outputs
+        .get("registryLoginServer")
+        .filter(|s| !s.is_empty())
+        .context("the deployment has no registryLoginServer output")?
+        .clone();
+    let registry = outputs
+        .get("registryName")
+        .cloned()
+        .or_else(|| login_server.split('.').next().map(str::to_owned))
+        .unwrap_or_default();
+    let workspace = outputs
+        .get("workspaceCustomerId")
+        .context("the deployment has no workspaceCustomerId output")?
+        .clone();
+
+    progress(&format!("az acr login -n {registry}"));
+    run_tool("az", &["acr", "login", "-n", &registry])?;
+    for (name, local) in IMAGES.iter().zip(&local_images) {
+        let remote = format!("{login_server}/probelab/{name}:{}", a.image_tag);
+        progress(&format!("pushing {remote}"));
+        run_tool("docker", &["tag", local, &remote])?;
+        run_tool("docker", &["push", &remote])?;
+    }
+
+    let mut state = serde_json::Map::new();
+    for (k, v) in [
+        ("SUBSCRIPTION_ID", sub.clone()),
+        ("RESOURCE_GROUP", a.resource_group.clone()),
+        ("LOG_ANALYTICS_WORKSPACE_ID", workspace),
+        ("PROBELAB_BASE_NAME", a.base_name.clone()),
+        ("PROBELAB_IMAGE_PREFIX", format!("{login_server}/probelab/")),
+    ] {
+        state.insert(k.into(), Value::String(v));
+    }
+    state.insert("location".into(), Value::String(a.location.clone()));
+    state.insert("imageTag".into(), Value::String(a.image_tag.clone()));
+    state.insert("expiresAt".into(), Value::String(expires));
+    state.insert(
+        "outputs".into(),
+        Value::Object(
+            outputs
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect(),
+        ),
+    );
+    write_state(&a.state, &Value::Object(state))?;
+    progress(&format!(
+        "done: outputs in {}; next: eval \"$(labctl azure-env)\" && labctl lab run LAB --target azure",
+        a.state.display()
+    ));
+    Ok(exit::HELD)
+}
+
+fn write_state(path: &Path, v: &Value) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(v)? + "\n";
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// The environment variables a state file written by `labctl deploy` sets (its top-level string
+/// values whose keys are upper case: `SUBSCRIPTION_ID`, `RESOURCE_GROUP`,
+/// `LOG_ANALYTICS_WORKSPACE_ID`, `PROBELAB_BASE_NAME`, `PROBELAB_IMAGE_PREFIX`).
+pub fn read_state(path: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read {} (written by `labctl deploy`)",
+            path.display()
+        )
+    })?;
+    let v = json(&text, &path.display().to_string())?;
+    let obj = v
+        .as_object()
+        .with_context(|| format!("{} is not a JSON object", path.display()))?;
+    let env: BTreeMap<String, String> = obj
+        .iter()
+        .filter(|(k, _)| k.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+        .collect();
+    for k in ["SUBSCRIPTION_ID", "RESOURCE_GROUP"] {
+        if !env.contains_key(k) {
+            bail!("{} has no {k}", path.display());
+        }
+    }
+    Ok(env)
+}
+
+/// `labctl azure-env`: `export K='v'` lines for a shell.
+pub fn run_env(a: EnvArgs) -> anyhow::Result<u8> {
+    for (k, v) in read_state(&a.state)? {
+        println!("export {k}='{}'", v.replace('\'', r"'\''"));
+    }
+    Ok(exit::HELD)
+}
+
+pub fn run_destroy(a: DestroyArgs) -> anyhow::Result<u8> {
+    if !a.yes {
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "refusing to delete resource group {} without confirmation: stdin is not a \
+                 terminal; pass --yes",
+                a.resource_group
+            );
+        }
+        eprint!(
+            "Delete resource group {} and everything in it? Type its name to confirm: ",
+            a.resource_group
+        );
+        std::io::stderr().flush().ok();
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        if line.trim() != a.resource_group {
+            eprintln!("labctl destroy: not confirmed; nothing deleted");
+            return Ok(exit::ERROR);
+        }
+    }
+    let (sub, sub_name) = account()?;
+    eprintln!(
+        "labctl destroy: deleting resource group {} in subscription {sub_name} ({sub})",
+        a.resource_group
+    );
+    run_tool(
+        "az",
+        &[
+            "group",
+            "delete",
+            "-n",
+            &a.resource_group,
+            "--yes",
+            "-o",
+            "none",
+        ],
+    )?;
+    eprintln!("labctl destroy: deleted {}", a.resource_group);
+    Ok(exit::HELD)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_are_flattened_to_their_values() {
+        let v: Value = serde_json::json!({
+            "registryLoginServer": {"type": "String", "value": "acr.azurecr.io"},
+            "n": {"type": "Int", "value": 3},
+        });
+        let m = flatten_outputs(&v);
+        assert_eq!(m["registryLoginServer"], "acr.azurecr.io");
+        assert_eq!(m["n"], "3");
+    }
+}
