@@ -1075,6 +1075,44 @@ mod tests {
     }
 
     #[test]
+    fn two_reader_threads_count_like_one_and_keep_line_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.ndjson");
+        let mut text = String::new();
+        for i in 0..2000 {
+            if i == 1500 {
+                text.push_str("garbage\n");
+            }
+            let ok = i % 100 != 0;
+            text.push_str(&format!(
+                r#"{{"kind":"req","ts":"2026-06-12T14:18:{:02}.000Z","run_id":"r","scenario":"main","scheduled_ts":"2026-06-12T14:18:00.000Z","code":200,"dur_ms":{}.5,"ok":{ok},"revision":"a"}}"#,
+                i % 60,
+                i % 50
+            ));
+            text.push('\n');
+        }
+        std::fs::write(&path, &text).unwrap();
+        let size = text.len() as u64;
+        let one = read_lines(&path, "f", 0, size, 10_000).unwrap();
+        let two = read_lines_parallel(&path, "f", size, 10_000).unwrap();
+        let sum = |a: &Acc| {
+            a.runs[0]
+                .reqs
+                .values()
+                .map(|w| (w.count, w.err, w.hist.len()))
+                .fold((0, 0, 0), |x, y| (x.0 + y.0, x.1 + y.1, x.2 + y.2))
+        };
+        assert_eq!(sum(&one), (2000, 20, 2000));
+        assert_eq!(sum(&two), sum(&one));
+        assert_eq!(two.stats.lines, 2001);
+        assert_eq!(
+            two.stats.quoted[0].0.line, 1501,
+            "line number across the split"
+        );
+        assert_eq!(one.stats.quoted[0].0.line, 1501);
+    }
+
+    #[test]
     fn code_str_formats_without_allocating() {
         let mut b = [0u8; 5];
         assert_eq!(code_str(503, &mut b), "503");
