@@ -478,6 +478,72 @@ async fn probe_worker(
 mod tests {
     use super::*;
 
+    /// Kubelet's back-off, on paused time: a container that cannot start is retried at once,
+    /// then after 10, 20, 40, 80 s.
+    #[tokio::test(start_paused = true)]
+    async fn restart_backoff_on_paused_time() {
+        use crate::logsink::Row;
+        use crate::runtime::process::ProcessRuntime;
+        let empty = tempfile::tempdir().unwrap();
+        let (sink, mut rx) = Sink::channel();
+        let ctx = SupCtx {
+            runtime: Runtime::Process(ProcessRuntime::new(empty.path().to_path_buf())),
+            sink,
+            notify: Arc::new(Notify::new()),
+            shutdown: CancellationToken::new(),
+        };
+        let spec = ContainerSpec {
+            name: "subject".into(),
+            image: "probelab/subject:dev".into(),
+            command: vec![],
+            args: vec![],
+            env: vec![],
+            probes: vec![],
+        };
+        let owner = Owner::App {
+            app: "a".into(),
+            revision: "a--1".into(),
+        };
+        let rep = Replica::new("a--1-x".into(), owner.clone(), std::slice::from_ref(&spec));
+        let launch = LaunchSpec {
+            owner,
+            replica: rep.name.clone(),
+            container: "subject".into(),
+            image: spec.image.clone(),
+            command: vec![],
+            args: vec![],
+            env: vec![],
+            labels: Default::default(),
+            primary: true,
+            peers: vec![],
+        };
+        let t0 = tokio::time::Instant::now();
+        let task = tokio::spawn(supervise(
+            ctx,
+            rep.clone(),
+            0,
+            spec,
+            Duration::from_secs(1),
+            Some(8080),
+            launch,
+        ));
+        let mut attempts = Vec::new();
+        while attempts.len() < 6 {
+            match rx.recv().await {
+                Some(Row::System { reason, .. }) if reason == "ContainerCreateFailure" => {
+                    attempts.push(t0.elapsed().as_secs());
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        assert_eq!(attempts, vec![0, 0, 10, 30, 70, 150]);
+        assert_eq!(rep.restart_count(), 5);
+        rep.cancel.cancel();
+        task.await.unwrap();
+        assert!(rep.is_done());
+    }
+
     #[test]
     fn backoff_sequence() {
         let mut b = Duration::ZERO;
