@@ -18,6 +18,11 @@ use crate::exit;
 /// tables), and legacy k6 logfmt lines. A directory is read recursively (only its `logs/` folder
 /// when it has one). Unparseable lines are counted and quoted in the report, never fatal.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 held; 1 error (nothing written or partly written); \
+    2 usage error; 3 falsified; 4 invalid (a precondition failed, or no judged data). \
+    The verdict is also in verdict.json and on the first line of the output."
+)]
 pub struct Args {
     /// Evidence directory, or log files.
     #[arg(required = true, value_name = "DIR|FILES")]
