@@ -17,6 +17,8 @@ cd "$(dirname "$0")/.."
 IMAGES=(
   "subject    subject   subject"
   "loadgen    loadgen   loadgen"
+  "perturbation-sampler  sampler  perturbation-sampler"
+  "audit      audit     audit"
 )
 
 TARGET=x86_64-unknown-linux-gnu

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use testkit::docker::{published, require_docker, wait_exit};
 use testkit::http::{self, Outcome};
+use testkit::testcontainers::ImageExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bind_late_startup_delay_refuses_connections_then_answers() {
@@ -345,12 +346,17 @@ async fn stdout_lines_stay_whole_in_docker_logs_under_concurrent_requests() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn image_is_scratch_non_root_and_its_binary_is_pid_1() {
+async fn images_are_scratch_non_root_and_the_subject_binary_is_pid_1() {
     let Some(docker) = require_docker().await else {
         return;
     };
     docker.require_image("subject").await;
-    for (name, port) in [("subject", Some("8080/tcp")), ("loadgen", None)] {
+    for (name, port) in [
+        ("subject", Some("8080/tcp")),
+        ("loadgen", None),
+        ("perturbation-sampler", None),
+        ("audit", None),
+    ] {
         docker.require_image(name).await;
         let image = docker
             .client()
@@ -424,4 +430,20 @@ async fn image_is_scratch_non_root_and_its_binary_is_pid_1() {
             .all(|b| b.host_ip.as_deref() == Some("127.0.0.1")),
         "{bindings:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampler_and_audit_binaries_run_from_scratch() {
+    let Some(docker) = require_docker().await else {
+        return;
+    };
+    for name in ["perturbation-sampler", "audit"] {
+        docker.require_image(name).await;
+        // A static binary with no loader, no shell and no libraries beside it: --version runs.
+        let c = start(testkit::docker::container(name, &[]).with_cmd(["--version"])).await;
+        assert_eq!(wait_exit(&c, Duration::from_secs(10)).await, 0, "{name}");
+        let out = c.stdout_to_vec().await.expect("docker logs");
+        let out = String::from_utf8_lossy(&out);
+        assert!(out.contains(name) && out.contains('.'), "{name}: {out}");
+    }
 }
