@@ -64,7 +64,7 @@ const AZ_INSTALL: &str = "the Azure CLI (`az`) is not on PATH; install it \
     after_help = "Example:\n  scripts/build-images.sh\n  \
         labctl deploy --resource-group probelab-rg --location swedencentral --expires-at 2026-12-31\n  \
         eval \"$(labctl azure-env)\"\n  \
-        labctl lab run labs/rollout.toml --target azure --profile quick\n  \
+        labctl lab run labs/startup-degraded.toml --target azure --profile quick\n  \
         labctl destroy --resource-group probelab-rg"
 )]
 pub struct Args {
@@ -126,7 +126,7 @@ pub struct DestroyArgs {
         SUBSCRIPTION_ID, RESOURCE_GROUP, LOG_ANALYTICS_WORKSPACE_ID, PROBELAB_BASE_NAME, \
         PROBELAB_IMAGE_PREFIX (what `labctl lab run --target azure` reads).",
     after_help = "Example:\n  eval \"$(labctl azure-env)\"\n  \
-        labctl lab run labs/rollout.toml --target azure"
+        labctl lab run labs/startup-degraded.toml --target azure"
 )]
 pub struct EnvArgs {
     /// The state file written by `labctl deploy`.
