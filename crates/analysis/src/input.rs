@@ -42,6 +42,7 @@ const OUTPUT_NAMES: &[&str] = &[
     "manifest.sha256",
     "lab.toml",
     "inputs.json",
+    "runs.json",
 ];
 
 /// The input files for `paths`: files as given, directories walked (their `logs/` folder only

@@ -25,6 +25,10 @@
 //! baseline = "baseline-"
 //! perturbation = ["perturbation-", "rollout-"]
 //! ```
+//!
+//! An observation lab (`kind = "observation"`) has `[[checks]]` entries instead of a rule
+//! (`name, kind, app, load, scenario, step, probe, status, min, max, within`; see
+//! [`crate::checks`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,6 +41,9 @@ use crate::evidence::Level;
 /// The lab file subset (every table optional, unknown keys ignored).
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct LabFile {
+    /// `falsification` (default) or `observation` (the verdict comes from `[[checks]]`).
+    #[serde(default)]
+    pub kind: Option<String>,
     #[serde(default)]
     pub hypothesis: Hypothesis,
     #[serde(default)]
@@ -45,6 +52,25 @@ pub struct LabFile {
     pub preconditions: Preconditions,
     #[serde(default)]
     pub phases: BTreeMap<String, Prefixes>,
+    /// `[[checks]]`: the expected observations of an observation lab ([`crate::checks`]).
+    #[serde(default)]
+    pub checks: Vec<CheckSpec>,
+}
+
+/// One `[[checks]]` entry (every key but `name` and `kind` optional).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CheckSpec {
+    pub name: String,
+    pub kind: String,
+    pub app: Option<String>,
+    pub load: Option<String>,
+    pub scenario: Option<String>,
+    pub step: Option<String>,
+    pub probe: Option<String>,
+    pub status: Option<u16>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub within: Option<String>,
 }
 
 /// `[hypothesis]`.
@@ -108,6 +134,11 @@ impl LabFile {
     /// Parses the text of a lab file.
     pub fn parse(text: &str) -> Result<LabFile, String> {
         toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Whether the verdict comes from `[[checks]]` (`kind = "observation"`).
+    pub fn is_observation(&self) -> bool {
+        self.kind.as_deref() == Some("observation")
     }
 
     /// The evidence cap, when the lab sets one.

@@ -10,6 +10,7 @@
 //! **Invariant:** analysis does no network I/O and never writes outside the output directory.
 
 pub mod charts;
+pub mod checks;
 pub mod evidence;
 pub mod input;
 pub mod lab;
@@ -17,6 +18,7 @@ pub mod model;
 pub mod pack;
 pub mod report;
 pub mod rule;
+pub mod runs;
 pub mod table;
 pub mod timeline;
 pub mod ts;
@@ -29,6 +31,7 @@ use serde_json::{Value, json};
 pub use evidence::{Level, Statement};
 pub use lab::LabFile;
 pub use rule::{BucketRow, Rule, RunSummary, Streak};
+pub use runs::RunsFile;
 pub use table::Table;
 pub use verdict::{Gate, Outcome, Verdict};
 
@@ -77,6 +80,8 @@ pub struct Analysis {
     pub rule: Rule,
     pub lab: LabFile,
     pub lab_path: Option<PathBuf>,
+    /// The runner's `runs.json`, or why there is none (read by an observation lab's checks).
+    pub runs_file: Result<RunsFile, String>,
     pub cap: Option<Level>,
     pub files: Vec<PathBuf>,
     pub acc: Acc,
@@ -123,14 +128,52 @@ pub fn analyze(inputs: &[PathBuf], opts: &Options) -> Result<Analysis, Error> {
         return Err(Error::NoInputs(names.join(", ")));
     }
     let acc = input::read_all(&files, rule.window_s as i64 * 1000)?;
-    Ok(compute(acc, lab, lab_path, cap, rule, files))
+    let runs = read_runs(lab_path.as_deref(), inputs);
+    Ok(compute_with_runs(
+        acc, lab, lab_path, runs, cap, rule, files,
+    ))
 }
 
-/// Computes everything from an accumulator (exposed for tests and benchmarks).
+/// `runs.json` beside the lab file, else in the first input directory that has one.
+pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsFile, String> {
+    let beside_lab = lab_path
+        .and_then(Path::parent)
+        .map(|d| d.join(runs::RUNS_FILE));
+    let path = beside_lab
+        .into_iter()
+        .chain(
+            inputs
+                .iter()
+                .filter(|p| p.is_dir())
+                .map(|d| d.join(runs::RUNS_FILE)),
+        )
+        .find(|p| p.is_file());
+    match path {
+        None => Err("no runs.json beside the lab file or in the input directories".into()),
+        Some(p) => RunsFile::read(&p).map_err(|e| e.to_string()),
+    }
+}
+
+/// Computes everything from an accumulator (exposed for tests and benchmarks), without a
+/// `runs.json` (an observation lab's checks are then not evaluated).
 pub fn compute(
     acc: Acc,
     lab: LabFile,
     lab_path: Option<PathBuf>,
+    cap: Option<Level>,
+    rule: Rule,
+    files: Vec<PathBuf>,
+) -> Analysis {
+    let runs = Err("no runs.json given".to_owned());
+    compute_with_runs(acc, lab, lab_path, runs, cap, rule, files)
+}
+
+/// [`compute`] with the runner's `runs.json` (or why there is none).
+pub fn compute_with_runs(
+    acc: Acc,
+    lab: LabFile,
+    lab_path: Option<PathBuf>,
+    runs_file: Result<RunsFile, String>,
     cap: Option<Level>,
     rule: Rule,
     files: Vec<PathBuf>,
@@ -155,13 +198,43 @@ pub fn compute(
     tables.push(timeline::cutover(&acc));
     tables.push(timeline::inflight(&acc, cap, &mut statements));
     tables.push(timeline::restart_cadence(&acc));
-    let (gates, verdict) = verdict::decide(&acc, &lab, &rule, &q2, &q2_name, &streaks);
-    let mut head = summary_statements(&verdict, &phases, &acc);
+    let mut check_statements = Vec::new();
+    let (gates, verdict) = if lab.is_observation() {
+        let inp = checks::Inputs {
+            acc: &acc,
+            runs: runs_file.as_ref().map_err(String::as_str),
+            q2: &q2,
+            q2_name: &q2_name,
+        };
+        let results = checks::evaluate(&lab, &inp);
+        for r in &results {
+            let st = match r.gate.status {
+                verdict::Status::Pass => "observed",
+                verdict::Status::Fail => "NOT observed",
+                verdict::Status::NotEvaluated => "not evaluated",
+            };
+            check_statements.push(Statement::new(
+                r.level,
+                format!(
+                    "Check \"{}\": {st}: {}.",
+                    r.gate.name.trim_start_matches("check:"),
+                    r.gate.detail
+                ),
+            ));
+        }
+        let gates = results.into_iter().map(|r| r.gate).collect();
+        verdict::decide_observation(&acc, &lab, &rule, &q2, &q2_name, gates)
+    } else {
+        verdict::decide(&acc, &lab, &rule, &q2, &q2_name, &streaks)
+    };
+    let mut head = summary_statements(&verdict, &phases, &acc, lab.is_observation());
+    head.append(&mut check_statements);
     head.append(&mut statements);
     Analysis {
         rule,
         lab,
         lab_path,
+        runs_file,
         cap,
         files,
         acc,
@@ -175,7 +248,12 @@ pub fn compute(
     }
 }
 
-fn summary_statements(v: &Verdict, phases: &[rule::PhaseRow], acc: &Acc) -> Vec<Statement> {
+fn summary_statements(
+    v: &Verdict,
+    phases: &[rule::PhaseRow],
+    acc: &Acc,
+    observation: bool,
+) -> Vec<Statement> {
     let mut out = Vec::new();
     for p in phases {
         out.push(Statement::new(
@@ -193,15 +271,17 @@ fn summary_statements(v: &Verdict, phases: &[rule::PhaseRow], acc: &Acc) -> Vec<
             ),
         ));
     }
-    out.push(Statement::new(
-        Level::Measured,
-        format!(
-            "The rule ({}) was {} on {} judged run(s).",
-            v.rule_text,
-            if v.falsified { "met" } else { "not met" },
-            v.judged_runs.len()
-        ),
-    ));
+    if !observation {
+        out.push(Statement::new(
+            Level::Measured,
+            format!(
+                "The rule ({}) was {} on {} judged run(s).",
+                v.rule_text,
+                if v.falsified { "met" } else { "not met" },
+                v.judged_runs.len()
+            ),
+        ));
+    }
     let reasons: std::collections::BTreeMap<&str, usize> =
         acc.system.iter().fold(Default::default(), |mut m, e| {
             *m.entry(e.reason.as_str()).or_insert(0) += 1;

@@ -440,3 +440,104 @@ pub fn perturbation_span(acc: &Acc, p: &str) -> Option<(i64, i64)> {
     };
     Some((*ts.iter().min()?, *ts.iter().max()?))
 }
+
+/// The gates and verdict of an observation lab: its `[[checks]]` (already evaluated) and the
+/// preconditions the lab requires. `invalid` when a required precondition failed or a check
+/// could not be evaluated (or there is none), else `falsified` when a check failed, else `held`.
+pub fn decide_observation(
+    acc: &Acc,
+    lab: &LabFile,
+    rule: &Rule,
+    q2: &[BucketRow],
+    q2_name: &str,
+    checks: Vec<Gate>,
+) -> (Vec<Gate>, Verdict) {
+    let mut gates = vec![Gate {
+        name: "checks_present".into(),
+        kind: "data",
+        required: true,
+        status: if checks.is_empty() {
+            Status::Fail
+        } else {
+            Status::Pass
+        },
+        detail: format!("{} [[checks]] entr(y/ies) in the lab file", checks.len()),
+        numbers: json!({"checks": checks.len()}),
+        rows: Vec::new(),
+    }];
+    let failed_checks: Vec<String> = checks
+        .iter()
+        .filter(|g| g.status == Status::Fail)
+        .map(|g| g.name.clone())
+        .collect();
+    let unevaluated: Vec<String> = checks
+        .iter()
+        .filter(|g| g.status == Status::NotEvaluated)
+        .map(|g| g.name.clone())
+        .collect();
+    let n_checks = checks.len();
+    gates.extend(checks);
+    gates.push(baseline_gate(lab, rule, q2, q2_name));
+    gates.push(headroom_gate(acc, lab));
+    gates.push(perturbations_gate(acc, lab, rule, q2));
+    let failed: Vec<String> = gates
+        .iter()
+        .filter(|g| g.kind != "check" && g.status == Status::Fail)
+        .map(|g| g.name.clone())
+        .collect();
+    let mut reasons = Vec::new();
+    let outcome = if !failed.is_empty() || !unevaluated.is_empty() {
+        if !failed.is_empty() {
+            reasons.push(format!("failed: {}", failed.join(", ")));
+        }
+        if !unevaluated.is_empty() {
+            reasons.push(format!("not evaluated: {}", unevaluated.join(", ")));
+        }
+        Outcome::Invalid
+    } else if !failed_checks.is_empty() {
+        reasons.push(format!(
+            "expected observation(s) not seen: {}",
+            failed_checks.join(", ")
+        ));
+        Outcome::Falsified
+    } else {
+        reasons.push(format!(
+            "all {n_checks} check(s) observed; every evaluated precondition passed"
+        ));
+        Outcome::Held
+    };
+    let main: Vec<&BucketRow> = q2.iter().filter(|r| r.scenario == "main").collect();
+    let worst = q2
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.scenario == "main")
+        .max_by(|a, b| a.1.err_pct.total_cmp(&b.1.err_pct).then(b.0.cmp(&a.0)));
+    let verdict = Verdict {
+        verdict: outcome,
+        falsified: !failed_checks.is_empty(),
+        hypothesis: lab.hypothesis.text.clone(),
+        rule: rule.clone(),
+        rule_text: format!(
+            "observation lab: {n_checks} check(s), {} failed, {} not evaluated",
+            failed_checks.len(),
+            unevaluated.len()
+        ),
+        evidence_cap: lab.hypothesis.evidence_cap.clone(),
+        judged_runs: main
+            .iter()
+            .map(|r| r.run_id.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+        judged_buckets: main.len(),
+        judged_requests: main.iter().map(|r| r.count).sum(),
+        judged_errors: main.iter().map(|r| r.err).sum(),
+        falsifying_windows: 0,
+        worst_bucket_err_pct: worst.map_or(0.0, |w| round3(w.1.err_pct)),
+        worst_bucket: worst
+            .map(|(i, r)| format!("{q2_name}#{i} ({} {})", r.run_id, iso_s(r.start_ms))),
+        failed_preconditions: failed,
+        reasons,
+    };
+    (gates, verdict)
+}

@@ -1,0 +1,550 @@
+//! An observation lab's `[[checks]]`, each evaluated into a gate (kind `check`).
+//!
+//! Each check is `pass` (the expected observation happened), `fail` (it did not: the lab's
+//! hypothesis about the platform is contradicted) or `not_evaluated` (missing data: no or an
+//! unreadable `runs.json`, an unknown step, no run of the load in the step, no loadgen lines for
+//! that run, no system events at all). The verdict ([`crate::verdict::decide_observation`]) is
+//! `invalid` when any check could not be evaluated, else `falsified` when any failed, else `held`.
+//!
+//! Scope: a check with `step` looks at that step of `runs.json`; without one, at the whole run.
+//! - Load checks (`load`, `scenario` default `main`) read the windows of the step's run_ids of
+//!   that load (every step's, without `step`): `bucket` lines, or `req` lines when the run has
+//!   none. [Measured].
+//! - Event checks (`app`) read `ContainerAppSystemLogs_CL` rows of `app` between the step's
+//!   `start` and `end` (the run's `started`/`ended` without `step`; an open end is unbounded).
+//!   With `within`, the span is `[t, t + within]` where `t` is the step's first recorded action,
+//!   else its start. [Observed].
+//!
+//! Kinds:
+//! - `status_seen`: responses with HTTP `status` (from the windows' status maps) ≥ `min` (1).
+//! - `no_errors`: err = 0 over the selected windows, which must hold at least one request.
+//! - `errors_at_least`: err ≥ `min` (1).
+//! - `restart_count_at_least` / `restart_count_at_most`: `ContainerTerminated` events of `app`
+//!   in scope (each is one container restart) ≥ `min` (1) / ≤ `max` (0). Replica inventory
+//!   `restart_count` samples are not used.
+//! - `probe_failed`: `ProbeFailed` events of `app` whose message names `probe`
+//!   (`Probe of Liveness failed ...`, case-insensitive) ≥ `min` (1).
+//! - `probe_failed_first`: the first `ProbeFailed` event of `app` in scope is of type `probe`
+//!   (fails when there is none).
+//! - `recovers`: the selected windows have errors, and the last window with requests has none
+//!   (the app served again without intervention).
+//! - `action_failed`: a recorded action of the step for `app` has `outcome = "failed"`.
+
+use labkit::config::parse_duration;
+use serde_json::{Value, json};
+
+use crate::evidence::Level;
+use crate::lab::{CheckSpec, LabFile};
+use crate::model::{Acc, SystemEvent};
+use crate::rule::BucketRow;
+use crate::runs::{RunsFile, StepRec};
+use crate::timeline::probe_type;
+use crate::ts::iso_ms;
+use crate::verdict::{Gate, Status};
+
+/// Every kind this module evaluates.
+pub const KINDS: &[&str] = &[
+    "status_seen",
+    "no_errors",
+    "errors_at_least",
+    "restart_count_at_least",
+    "restart_count_at_most",
+    "probe_failed",
+    "probe_failed_first",
+    "recovers",
+    "action_failed",
+];
+
+/// One evaluated check: its gate and the evidence level of what it rests on.
+#[derive(Clone, Debug)]
+pub struct CheckResult {
+    pub gate: Gate,
+    pub level: Level,
+}
+
+/// What the checks read besides the accumulator.
+pub struct Inputs<'a> {
+    pub acc: &'a Acc,
+    /// `runs.json`, or why it could not be read.
+    pub runs: Result<&'a RunsFile, &'a str>,
+    pub q2: &'a [BucketRow],
+    pub q2_name: &'a str,
+}
+
+/// Evaluates every `[[checks]]` entry of the lab, in order.
+pub fn evaluate(lab: &LabFile, inp: &Inputs) -> Vec<CheckResult> {
+    lab.checks.iter().map(|c| one(c, inp)).collect()
+}
+
+struct Eval {
+    status: Status,
+    detail: String,
+    numbers: Value,
+    rows: Vec<String>,
+}
+
+fn invalid(why: impl Into<String>) -> Eval {
+    Eval {
+        status: Status::NotEvaluated,
+        detail: why.into(),
+        numbers: Value::Null,
+        rows: Vec::new(),
+    }
+}
+
+fn judged(ok: bool, detail: String, numbers: Value, rows: Vec<String>) -> Eval {
+    Eval {
+        status: if ok { Status::Pass } else { Status::Fail },
+        detail,
+        numbers,
+        rows,
+    }
+}
+
+fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
+    let level = match c.kind.as_str() {
+        "status_seen" | "no_errors" | "errors_at_least" | "recovers" => Level::Measured,
+        _ => Level::Observed,
+    };
+    let e = match inp.runs {
+        Err(why) => invalid(format!("runs.json: {why}")),
+        Ok(runs) => match c.kind.as_str() {
+            "status_seen" | "no_errors" | "errors_at_least" | "recovers" => {
+                load_check(c, runs, inp)
+            }
+            "restart_count_at_least"
+            | "restart_count_at_most"
+            | "probe_failed"
+            | "probe_failed_first" => event_check(c, runs, inp.acc),
+            "action_failed" => action_check(c, runs),
+            k => invalid(format!(
+                "unknown check kind {k:?} (known: {})",
+                KINDS.join(", ")
+            )),
+        },
+    };
+    CheckResult {
+        gate: Gate {
+            name: format!("check:{}", c.name),
+            kind: "check",
+            required: true,
+            status: e.status,
+            detail: e.detail,
+            numbers: e.numbers,
+            rows: e.rows,
+        },
+        level,
+    }
+}
+
+fn step<'a>(c: &CheckSpec, runs: &'a RunsFile) -> Result<Option<&'a StepRec>, Eval> {
+    match &c.step {
+        None => Ok(None),
+        Some(name) => runs
+            .step(name)
+            .map(Some)
+            .ok_or_else(|| invalid(format!("step {name:?} is not in runs.json"))),
+    }
+}
+
+/// One aligned window of the selected lines.
+struct Win {
+    run_id: String,
+    start_ms: i64,
+    count: u64,
+    err: u64,
+    status: u64,
+}
+
+fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
+    let Some(load) = &c.load else {
+        return invalid(format!("check kind {} needs `load`", c.kind));
+    };
+    let scenario = c.scenario.as_deref().unwrap_or("main");
+    let st = match step(c, runs) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let steps: Vec<&StepRec> = match st {
+        Some(s) => vec![s],
+        None => runs.steps.iter().collect(),
+    };
+    let run_ids: Vec<&str> = steps
+        .iter()
+        .flat_map(|s| s.runs.iter())
+        .filter(|r| &r.load == load)
+        .map(|r| r.run_id.as_str())
+        .collect();
+    let where_ = c
+        .step
+        .as_ref()
+        .map_or("the run".to_owned(), |s| format!("step {s:?}"));
+    if run_ids.is_empty() {
+        return invalid(format!("no run of load {load:?} in {where_} of runs.json"));
+    }
+    let code = c.status.map(|s| s.to_string());
+    let mut wins: Vec<Win> = Vec::new();
+    let mut present = Vec::new();
+    for id in &run_ids {
+        let Some(r) = inp
+            .acc
+            .runs
+            .iter()
+            .find(|r| r.run_id == *id && r.scenario == scenario)
+        else {
+            continue;
+        };
+        present.push(*id);
+        let st = |m: &std::collections::BTreeMap<String, u64>| {
+            code.as_ref().and_then(|k| m.get(k)).copied().unwrap_or(0)
+        };
+        if r.buckets.is_empty() {
+            for (k, w) in &r.reqs {
+                wins.push(Win {
+                    run_id: id.to_string(),
+                    start_ms: *k,
+                    count: w.count,
+                    err: w.err,
+                    status: st(&w.status),
+                });
+            }
+        } else {
+            for (k, w) in &r.buckets {
+                wins.push(Win {
+                    run_id: id.to_string(),
+                    start_ms: *k,
+                    count: w.count,
+                    err: w.err,
+                    status: st(&w.status),
+                });
+            }
+        }
+    }
+    if present.is_empty() {
+        return invalid(format!(
+            "no loadgen lines of scenario {scenario:?} for run(s) {} (load {load:?}, {where_})",
+            run_ids.join(", ")
+        ));
+    }
+    wins.sort_by(|a, b| (a.start_ms, &a.run_id).cmp(&(b.start_ms, &b.run_id)));
+    let requests: u64 = wins.iter().map(|w| w.count).sum();
+    let errors: u64 = wins.iter().map(|w| w.err).sum();
+    let row_of = |w: &Win| {
+        inp.q2
+            .iter()
+            .position(|r| {
+                r.run_id == w.run_id && r.scenario == scenario && r.start_ms == w.start_ms
+            })
+            .map(|i| format!("{}#{i}", inp.q2_name))
+    };
+    let rows_where = |f: &dyn Fn(&Win) -> bool| -> Vec<String> {
+        wins.iter().filter(|w| f(w)).filter_map(row_of).collect()
+    };
+    let base = json!({"load": load, "scenario": scenario, "run_ids": present,
+                      "windows": wins.len(), "requests": requests, "errors": errors});
+    let with = |mut v: Value, extra: Value| {
+        if let (Some(m), Some(x)) = (v.as_object_mut(), extra.as_object()) {
+            for (k, val) in x {
+                m.insert(k.clone(), val.clone());
+            }
+        }
+        v
+    };
+    match c.kind.as_str() {
+        "status_seen" => {
+            let Some(status) = c.status else {
+                return invalid("status_seen needs `status`");
+            };
+            let min = c.min.unwrap_or(1.0);
+            let seen: u64 = wins.iter().map(|w| w.status).sum();
+            judged(
+                seen as f64 >= min,
+                format!(
+                    "{seen} response(s) with status {status} (need >= {min}) in {requests} requests of {load}/{scenario}, {where_}"
+                ),
+                with(base, json!({"status": status, "seen": seen, "min": min})),
+                rows_where(&|w| w.status > 0),
+            )
+        }
+        "no_errors" => {
+            if requests == 0 {
+                return invalid(format!(
+                    "no requests of {load}/{scenario} in {where_}: nothing to judge"
+                ));
+            }
+            judged(
+                errors == 0,
+                format!("{errors} error(s) in {requests} requests of {load}/{scenario}, {where_}"),
+                base,
+                rows_where(&|w| w.err > 0),
+            )
+        }
+        "errors_at_least" => {
+            let min = c.min.unwrap_or(1.0);
+            judged(
+                errors as f64 >= min,
+                format!(
+                    "{errors} error(s) (need >= {min}) in {requests} requests of {load}/{scenario}, {where_}"
+                ),
+                with(base, json!({"min": min})),
+                rows_where(&|w| w.err > 0),
+            )
+        }
+        _ => {
+            // recovers
+            let last_bad = wins.iter().rposition(|w| w.err > 0);
+            let last_served = wins.iter().rposition(|w| w.count > 0);
+            let Some(last_served) = last_served else {
+                return invalid(format!(
+                    "no requests of {load}/{scenario} in {where_}: nothing to judge"
+                ));
+            };
+            let ok = last_bad.is_some_and(|b| last_served > b);
+            let detail = match last_bad {
+                None => format!(
+                    "no errors at all in {requests} requests of {load}/{scenario}, {where_}: nothing to recover from"
+                ),
+                Some(b) if ok => format!(
+                    "errors until the window at {}, then {} window(s) with requests and none",
+                    iso_ms(wins[b].start_ms),
+                    wins[b + 1..].iter().filter(|w| w.count > 0).count()
+                ),
+                Some(b) => format!(
+                    "still failing in the last window with requests ({})",
+                    iso_ms(wins[b].start_ms)
+                ),
+            };
+            let mut rows: Vec<String> = Vec::new();
+            if let Some(r) = last_bad.and_then(|b| row_of(&wins[b])) {
+                rows.push(r);
+            }
+            if let Some(r) = row_of(&wins[last_served]) {
+                rows.push(r);
+            }
+            judged(
+                ok,
+                detail,
+                with(
+                    base,
+                    json!({"last_error_window": last_bad.map(|b| iso_ms(wins[b].start_ms)),
+                           "last_window_with_requests": iso_ms(wins[last_served].start_ms)}),
+                ),
+                rows,
+            )
+        }
+    }
+}
+
+/// The event scope of a check: `[from, to]` in epoch ms (`to` open when `None`).
+fn scope(c: &CheckSpec, runs: &RunsFile) -> Result<(i64, Option<i64>, String), Eval> {
+    let (from, to, what) = match step(c, runs)? {
+        Some(s) => {
+            let Some(start) = s.start_ms() else {
+                return Err(invalid(format!(
+                    "step {:?} has no readable start in runs.json",
+                    s.name
+                )));
+            };
+            match &c.within {
+                Some(w) => {
+                    let d = parse_duration(w).map_err(|e| invalid(format!("within {w:?}: {e}")))?;
+                    let t = s.first_action_ms().unwrap_or(start);
+                    let basis = if s.first_action_ms().is_some() {
+                        "its first action"
+                    } else {
+                        "its start"
+                    };
+                    (
+                        t,
+                        Some(t + d.as_millis() as i64),
+                        format!("step {:?}, {w} from {basis}", s.name),
+                    )
+                }
+                None => (start, s.end_ms(), format!("step {:?}", s.name)),
+            }
+        }
+        None => {
+            let (a, b) = runs.span_ms();
+            let Some(a) = a else {
+                return Err(invalid("runs.json has no readable `started`"));
+            };
+            let (t, to) = match &c.within {
+                Some(w) => {
+                    let d = parse_duration(w).map_err(|e| invalid(format!("within {w:?}: {e}")))?;
+                    (a, Some(a + d.as_millis() as i64))
+                }
+                None => (a, b),
+            };
+            (t, to, "the whole run".to_owned())
+        }
+    };
+    Ok((from, to, what))
+}
+
+fn event_check(c: &CheckSpec, runs: &RunsFile, acc: &Acc) -> Eval {
+    let Some(app) = &c.app else {
+        return invalid(format!("check kind {} needs `app`", c.kind));
+    };
+    let (from, to, what) = match scope(c, runs) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    if acc.system.is_empty() {
+        return invalid("no system events (ContainerAppSystemLogs_CL) in the inputs");
+    }
+    let in_scope =
+        |e: &&SystemEvent| &e.app == app && e.ts_ms >= from && to.is_none_or(|t| e.ts_ms <= t);
+    let span = json!({"app": app, "from": iso_ms(from), "to": to.map(iso_ms)});
+    let refs = |evs: &[&SystemEvent]| -> Vec<String> {
+        evs.iter()
+            .map(|e| {
+                format!(
+                    "q7-system-events:{} {} {}",
+                    iso_ms(e.ts_ms),
+                    e.reason,
+                    e.replica
+                )
+            })
+            .collect()
+    };
+    let add = |extra: Value| {
+        let mut v = span.clone();
+        if let (Some(m), Some(x)) = (v.as_object_mut(), extra.as_object()) {
+            for (k, val) in x {
+                m.insert(k.clone(), val.clone());
+            }
+        }
+        v
+    };
+    match c.kind.as_str() {
+        "restart_count_at_least" | "restart_count_at_most" => {
+            let evs: Vec<&SystemEvent> = acc
+                .system
+                .iter()
+                .filter(in_scope)
+                .filter(|e| e.reason == "ContainerTerminated")
+                .collect();
+            let n = evs.len() as f64;
+            let (ok, need) = if c.kind == "restart_count_at_least" {
+                let min = c.min.unwrap_or(1.0);
+                (n >= min, format!(">= {min}"))
+            } else {
+                let max = c.max.unwrap_or(0.0);
+                (n <= max, format!("<= {max}"))
+            };
+            judged(
+                ok,
+                format!(
+                    "{} ContainerTerminated event(s) of {app} (need {need}) in {what}",
+                    evs.len()
+                ),
+                add(json!({"restarts": evs.len(), "min": c.min, "max": c.max,
+                           "basis": "ContainerTerminated"})),
+                refs(&evs),
+            )
+        }
+        _ => {
+            let Some(probe) = &c.probe else {
+                return invalid(format!("check kind {} needs `probe`", c.kind));
+            };
+            let want = probe.to_lowercase();
+            let evs: Vec<&SystemEvent> = acc
+                .system
+                .iter()
+                .filter(in_scope)
+                .filter(|e| e.reason == "ProbeFailed")
+                .collect();
+            if c.kind == "probe_failed" {
+                let hits: Vec<&SystemEvent> = evs
+                    .iter()
+                    .copied()
+                    .filter(|e| probe_type(&e.msg) == want)
+                    .collect();
+                let min = c.min.unwrap_or(1.0);
+                judged(
+                    hits.len() as f64 >= min,
+                    format!(
+                        "{} ProbeFailed event(s) of type {probe} for {app} (need >= {min}; {} of any type) in {what}",
+                        hits.len(),
+                        evs.len()
+                    ),
+                    add(
+                        json!({"probe": probe, "matching": hits.len(), "any_type": evs.len(),
+                               "min": min}),
+                    ),
+                    refs(&hits),
+                )
+            } else {
+                let first = evs.first();
+                let ty = first.map(|e| probe_type(&e.msg));
+                judged(
+                    ty.as_deref() == Some(want.as_str()),
+                    match (first, &ty) {
+                        (Some(e), Some(t)) => format!(
+                            "the first ProbeFailed of {app} in {what} is {t} at {} (expected {probe})",
+                            iso_ms(e.ts_ms)
+                        ),
+                        _ => format!("no ProbeFailed event of {app} in {what}"),
+                    },
+                    add(json!({"probe": probe, "first_type": ty, "any_type": evs.len()})),
+                    first.map(|e| refs(&[*e])).unwrap_or_default(),
+                )
+            }
+        }
+    }
+}
+
+fn action_check(c: &CheckSpec, runs: &RunsFile) -> Eval {
+    let Some(app) = &c.app else {
+        return invalid("action_failed needs `app`");
+    };
+    let st = match step(c, runs) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let steps: Vec<&StepRec> = match st {
+        Some(s) => vec![s],
+        None => runs.steps.iter().collect(),
+    };
+    let acts: Vec<(&StepRec, usize)> = steps
+        .iter()
+        .flat_map(|s| {
+            s.actions
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| &a.app == app)
+                .map(move |(i, _)| (*s, i))
+        })
+        .collect();
+    if acts.is_empty() {
+        return invalid(format!("no recorded action for {app} in runs.json"));
+    }
+    let failed: Vec<&(&StepRec, usize)> = acts
+        .iter()
+        .filter(|(s, i)| s.actions[*i].outcome == "failed")
+        .collect();
+    let list: Vec<String> = acts
+        .iter()
+        .map(|(s, i)| {
+            let a = &s.actions[*i];
+            format!(
+                "{} #{} {} {}: {}",
+                s.name, a.event, a.kind, a.outcome, a.detail
+            )
+        })
+        .collect();
+    judged(
+        !failed.is_empty(),
+        format!(
+            "{} of {} recorded action(s) for {app} failed ({})",
+            failed.len(),
+            acts.len(),
+            list.join("; ")
+        ),
+        json!({"app": app, "actions": acts.len(), "failed": failed.len()}),
+        failed
+            .iter()
+            .map(|(s, i)| format!("runs.json:{}#{}", s.name, s.actions[*i].event))
+            .collect(),
+    )
+}

@@ -1,0 +1,139 @@
+//! The subset of the runner's `runs.json` the analysis reads: each step's time span, its load
+//! runs (load name → run_id) and its recorded actions. Unknown keys are ignored.
+//!
+//! ```json
+//! {"lab": "...", "profile": "full", "target": "local", "started": "...", "ended": "...",
+//!  "incomplete": false,
+//!  "steps": [{"name": "outage", "phase": "outage", "start": "...", "end": "...",
+//!             "runs": [{"load": "readiness-only", "run_id": "outage-readiness-only-..."}],
+//!             "actions": [{"event": 1, "kind": "dependency", "app": "dep", "ts": "...",
+//!                          "outcome": "ok", "status": 200, "dur_ms": 12, "detail": ""}]}]}
+//! ```
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::Error;
+use crate::ts::parse_ms;
+
+/// The file name in an evidence pack.
+pub const RUNS_FILE: &str = "runs.json";
+
+/// `runs.json`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RunsFile {
+    #[serde(default)]
+    pub started: String,
+    #[serde(default)]
+    pub ended: Option<String>,
+    #[serde(default)]
+    pub incomplete: bool,
+    #[serde(default)]
+    pub steps: Vec<StepRec>,
+}
+
+/// One step of the schedule.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct StepRec {
+    pub name: String,
+    #[serde(default)]
+    pub phase: String,
+    pub start: String,
+    #[serde(default)]
+    pub end: Option<String>,
+    #[serde(default)]
+    pub runs: Vec<RunRec>,
+    #[serde(default)]
+    pub actions: Vec<ActionRec>,
+}
+
+/// One load (or sampler) execution of a step.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RunRec {
+    pub load: String,
+    pub run_id: String,
+}
+
+/// One fired action.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ActionRec {
+    #[serde(default)]
+    pub event: u32,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub app: String,
+    pub ts: String,
+    /// `ok` or `failed`.
+    #[serde(default)]
+    pub outcome: String,
+    #[serde(default)]
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub dur_ms: u64,
+    #[serde(default)]
+    pub detail: String,
+}
+
+impl RunsFile {
+    /// Reads `runs.json`.
+    pub fn read(path: &Path) -> Result<RunsFile, Error> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Self::parse(&text).map_err(|e| Error::Internal(format!("{}: {e}", path.display())))
+    }
+
+    pub fn parse(text: &str) -> Result<RunsFile, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+
+    pub fn step(&self, name: &str) -> Option<&StepRec> {
+        self.steps.iter().find(|s| s.name == name)
+    }
+
+    /// The whole run's span in epoch ms (end open when the run has not ended).
+    pub fn span_ms(&self) -> (Option<i64>, Option<i64>) {
+        (
+            parse_ms(&self.started),
+            self.ended.as_deref().and_then(parse_ms),
+        )
+    }
+}
+
+impl StepRec {
+    pub fn start_ms(&self) -> Option<i64> {
+        parse_ms(&self.start)
+    }
+
+    pub fn end_ms(&self) -> Option<i64> {
+        self.end.as_deref().and_then(parse_ms)
+    }
+
+    /// The first action's time, when the step fired any.
+    pub fn first_action_ms(&self) -> Option<i64> {
+        self.actions.iter().filter_map(|a| parse_ms(&a.ts)).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_runner_names_and_ignores_extra_keys() {
+        let r = RunsFile::parse(
+            r#"{"lab":"x","profile":"full","target":"local","started":"2026-01-01T00:00:00.000Z",
+                "ended":null,"incomplete":true,"time_scale":0.5,
+                "steps":[{"name":"s","phase":"s","start":"2026-01-01T00:00:10.000Z","end":null,
+                  "runs":[{"load":"main","run_id":"s-1","job":"j"}],
+                  "actions":[{"event":1,"kind":"saturate","app":"a","ts":"2026-01-01T00:00:12.000Z",
+                    "outcome":"failed","dur_ms":5,"detail":"reset"}]}]}"#,
+        )
+        .unwrap();
+        let s = r.step("s").unwrap();
+        assert_eq!(s.runs[0].run_id, "s-1");
+        assert_eq!(s.first_action_ms().unwrap() - s.start_ms().unwrap(), 2_000);
+        assert_eq!(s.end_ms(), None);
+        assert_eq!(s.actions[0].outcome, "failed");
+    }
+}

@@ -1,0 +1,388 @@
+//! An observation lab's `[[checks]]` on a hand-made pack (`fixtures/observation-pack`, written
+//! by `fixtures/make_observation_pack.py`): one passing and one failing case per kind, the
+//! cases that cannot be evaluated, and the verdict each mix gives.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use analysis::verdict::Status;
+use analysis::{Analysis, Options, Outcome, analyze, find_lab};
+
+fn pack(checks: &str, with_runs: bool) -> (tempfile::TempDir, PathBuf) {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/observation-pack");
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("pack");
+    std::fs::create_dir_all(dst.join("logs")).unwrap();
+    if with_runs {
+        std::fs::copy(src.join("runs.json"), dst.join("runs.json")).unwrap();
+    }
+    for e in std::fs::read_dir(src.join("logs")).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dst.join("logs").join(e.file_name())).unwrap();
+    }
+    let lab = format!(
+        "title = \"fixture\"\nkind = \"observation\"\n[hypothesis]\ntext = \"checks\"\n\n[[apps]]\nname = \"rl\"\n\n{checks}"
+    );
+    std::fs::write(dst.join("lab.toml"), lab).unwrap();
+    (dir, dst)
+}
+
+fn analyse(dir: &Path) -> Analysis {
+    let opts = Options {
+        lab: find_lab(None, Some(dir)),
+        ..Options::default()
+    };
+    analyze(&[dir.to_path_buf()], &opts).unwrap()
+}
+
+fn run(checks: &str) -> Analysis {
+    let (_t, dir) = pack(checks, true);
+    analyse(&dir)
+}
+
+fn gate<'a>(a: &'a Analysis, name: &str) -> &'a analysis::Gate {
+    let full = format!("check:{name}");
+    a.gates
+        .iter()
+        .find(|g| g.name == full)
+        .unwrap_or_else(|| panic!("no gate {full}: {:#?}", a.gates))
+}
+
+fn assert_statuses(a: &Analysis, want: &[(&str, Status)]) {
+    for (name, st) in want {
+        let g = gate(a, name);
+        assert_eq!(g.status, *st, "{name}: {} {}", g.detail, g.numbers);
+    }
+}
+
+const LOAD_CHECKS: &str = r#"
+[[checks]]
+name = "ro sheds with 503"
+kind = "status_seen"
+load = "ro"
+step = "outage"
+status = 503
+
+[[checks]]
+name = "rl never answers 503"
+kind = "status_seen"
+load = "rl"
+step = "outage"
+status = 503
+
+[[checks]]
+name = "baseline clean"
+kind = "no_errors"
+load = "ro"
+step = "baseline"
+
+[[checks]]
+name = "outage clean"
+kind = "no_errors"
+load = "ro"
+step = "outage"
+
+[[checks]]
+name = "outage errors"
+kind = "errors_at_least"
+load = "rl"
+step = "outage"
+min = 20
+
+[[checks]]
+name = "too many errors"
+kind = "errors_at_least"
+load = "ro"
+step = "outage"
+min = 17
+
+[[checks]]
+name = "ro recovers"
+kind = "recovers"
+load = "ro"
+step = "outage"
+
+[[checks]]
+name = "rl recovers"
+kind = "recovers"
+load = "rl"
+step = "outage"
+
+[[checks]]
+name = "baseline recovers"
+kind = "recovers"
+load = "ro"
+step = "baseline"
+"#;
+
+#[test]
+fn load_checks_pass_and_fail() {
+    let a = run(LOAD_CHECKS);
+    assert_statuses(
+        &a,
+        &[
+            ("ro sheds with 503", Status::Pass),
+            ("rl never answers 503", Status::Fail),
+            ("baseline clean", Status::Pass),
+            ("outage clean", Status::Fail),
+            ("outage errors", Status::Pass),
+            ("too many errors", Status::Fail),
+            ("ro recovers", Status::Pass),
+            ("rl recovers", Status::Fail),
+            ("baseline recovers", Status::Fail),
+        ],
+    );
+    let g = gate(&a, "ro sheds with 503");
+    assert_eq!(g.numbers["seen"], 16);
+    assert_eq!(g.numbers["run_ids"][0], "outage-ro");
+    // The windows with 503s, as Q2 rows.
+    assert_eq!(g.rows.len(), 2, "{:?}", g.rows);
+    assert!(g.rows[0].starts_with("q2-buckets-10s#"));
+    assert_eq!(gate(&a, "outage errors").numbers["errors"], 20);
+    assert_eq!(gate(&a, "too many errors").numbers["errors"], 16);
+    assert_eq!(a.verdict.verdict, Outcome::Falsified, "{:?}", a.verdict);
+    assert!(a.verdict.falsified);
+}
+
+const EVENT_CHECKS: &str = r#"
+[[checks]]
+name = "rl restarts in a loop"
+kind = "restart_count_at_least"
+app = "rl"
+step = "outage"
+min = 2
+
+[[checks]]
+name = "rl restarts twice within 60 s"
+kind = "restart_count_at_least"
+app = "rl"
+step = "outage"
+min = 2
+within = "60s"
+
+[[checks]]
+name = "single restarts within 120 s"
+kind = "restart_count_at_least"
+app = "single"
+step = "saturate"
+min = 1
+within = "120s"
+
+[[checks]]
+name = "ro never restarted"
+kind = "restart_count_at_most"
+app = "ro"
+max = 0
+
+[[checks]]
+name = "rl never restarted"
+kind = "restart_count_at_most"
+app = "rl"
+max = 0
+
+[[checks]]
+name = "rl liveness kills"
+kind = "probe_failed"
+app = "rl"
+probe = "Liveness"
+step = "outage"
+min = 3
+
+[[checks]]
+name = "ro readiness flaps"
+kind = "probe_failed"
+app = "ro"
+probe = "readiness"
+step = "outage"
+min = 3
+
+[[checks]]
+name = "rl readiness first"
+kind = "probe_failed_first"
+app = "rl"
+probe = "Readiness"
+step = "outage"
+
+[[checks]]
+name = "single readiness first"
+kind = "probe_failed_first"
+app = "single"
+probe = "Readiness"
+step = "saturate"
+
+[[checks]]
+name = "blocking request lost"
+kind = "action_failed"
+app = "single"
+step = "saturate"
+
+[[checks]]
+name = "restart lost"
+kind = "action_failed"
+app = "ro"
+step = "saturate"
+"#;
+
+#[test]
+fn event_and_action_checks_pass_and_fail() {
+    let a = run(EVENT_CHECKS);
+    assert_statuses(
+        &a,
+        &[
+            ("rl restarts in a loop", Status::Pass),
+            ("rl restarts twice within 60 s", Status::Fail),
+            ("single restarts within 120 s", Status::Pass),
+            ("ro never restarted", Status::Pass),
+            ("rl never restarted", Status::Fail),
+            ("rl liveness kills", Status::Pass),
+            ("ro readiness flaps", Status::Fail),
+            ("rl readiness first", Status::Pass),
+            ("single readiness first", Status::Fail),
+            ("blocking request lost", Status::Pass),
+            ("restart lost", Status::Fail),
+        ],
+    );
+    let n = |name: &str, k: &str| gate(&a, name).numbers[k].clone();
+    assert_eq!(n("rl restarts in a loop", "restarts"), 2);
+    // within: from the step's first action (10:01:05) for 60 s.
+    assert_eq!(n("rl restarts twice within 60 s", "restarts"), 1);
+    assert_eq!(
+        n("rl restarts twice within 60 s", "from"),
+        "2026-07-01T10:01:05.000Z"
+    );
+    assert_eq!(n("rl never restarted", "restarts"), 3);
+    assert_eq!(n("rl liveness kills", "matching"), 3);
+    assert_eq!(n("rl liveness kills", "any_type"), 4);
+    assert_eq!(n("single readiness first", "first_type"), "liveness");
+    assert_eq!(gate(&a, "rl liveness kills").rows.len(), 3);
+    assert_eq!(a.verdict.verdict, Outcome::Falsified);
+}
+
+#[test]
+fn all_observed_is_held_and_reported() {
+    let a = run(r#"
+[[checks]]
+name = "ro sheds with 503"
+kind = "status_seen"
+load = "ro"
+step = "outage"
+status = 503
+
+[[checks]]
+name = "rl liveness kills"
+kind = "probe_failed"
+app = "rl"
+probe = "Liveness"
+step = "outage"
+min = 3
+"#);
+    assert_eq!(a.verdict.verdict, Outcome::Held, "{:?}", a.gates);
+    assert!(!a.verdict.falsified);
+    let dir = tempfile::tempdir().unwrap();
+    analysis::pack::write(&a, dir.path(), analysis::pack::Parts::All).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.starts_with("# Verdict: HELD"), "{md}");
+    assert!(
+        md.contains(
+            "[Measured] Check \"ro sheds with 503\": observed: 16 response(s) with status 503"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("[Observed] Check \"rl liveness kills\": observed: 3 ProbeFailed"),
+        "{md}"
+    );
+    let gates = std::fs::read_to_string(dir.path().join("gates.json")).unwrap();
+    assert!(gates.contains("\"kind\": \"check\""), "{gates}");
+}
+
+#[test]
+fn missing_data_is_invalid() {
+    let checks = r#"
+[[checks]]
+name = "unknown step"
+kind = "no_errors"
+load = "ro"
+step = "nope"
+
+[[checks]]
+name = "no such load in the step"
+kind = "errors_at_least"
+load = "zz"
+step = "outage"
+
+[[checks]]
+name = "no lines for the scenario"
+kind = "status_seen"
+load = "ro"
+scenario = "inflight"
+step = "outage"
+status = 503
+
+[[checks]]
+name = "no action for the app"
+kind = "action_failed"
+app = "nobody"
+step = "saturate"
+
+[[checks]]
+name = "unknown kind"
+kind = "latency_below"
+load = "ro"
+
+[[checks]]
+name = "fine"
+kind = "errors_at_least"
+load = "rl"
+step = "outage"
+"#;
+    let a = run(checks);
+    for name in [
+        "unknown step",
+        "no such load in the step",
+        "no lines for the scenario",
+        "no action for the app",
+        "unknown kind",
+    ] {
+        assert_eq!(gate(&a, name).status, Status::NotEvaluated, "{name}");
+    }
+    assert_eq!(gate(&a, "fine").status, Status::Pass);
+    assert_eq!(a.verdict.verdict, Outcome::Invalid);
+    assert!(
+        a.verdict.reasons.iter().any(|r| r.contains("unknown step")),
+        "{:?}",
+        a.verdict.reasons
+    );
+
+    // No runs.json: nothing can be scoped.
+    let (_t, dir) = pack(checks, false);
+    let a = analyse(&dir);
+    assert!(a.runs_file.is_err());
+    assert_eq!(gate(&a, "fine").status, Status::NotEvaluated);
+    assert!(gate(&a, "fine").detail.starts_with("runs.json: "));
+    assert_eq!(a.verdict.verdict, Outcome::Invalid);
+}
+
+#[test]
+fn restart_checks_need_system_events() {
+    let (_t, dir) = pack(
+        r#"
+[[checks]]
+name = "never restarted"
+kind = "restart_count_at_most"
+app = "ro"
+max = 0
+"#,
+        true,
+    );
+    std::fs::remove_file(dir.join("logs/ContainerAppSystemLogs_CL.ndjson")).unwrap();
+    let a = analyse(&dir);
+    assert_eq!(gate(&a, "never restarted").status, Status::NotEvaluated);
+    assert_eq!(a.verdict.verdict, Outcome::Invalid);
+}
+
+#[test]
+fn a_lab_without_checks_is_invalid() {
+    let a = run("");
+    assert_eq!(a.verdict.verdict, Outcome::Invalid);
+}
