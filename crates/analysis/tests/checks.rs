@@ -386,3 +386,30 @@ fn a_lab_without_checks_is_invalid() {
     let a = run("");
     assert_eq!(a.verdict.verdict, Outcome::Invalid);
 }
+
+#[test]
+fn every_catalogue_check_kind_is_evaluated() {
+    let labs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs");
+    let mut observation = 0;
+    for e in std::fs::read_dir(&labs).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let lab = analysis::LabFile::read(&p).unwrap();
+        if lab.is_observation() {
+            observation += 1;
+            assert!(!lab.checks.is_empty(), "{}", p.display());
+        }
+        for c in &lab.checks {
+            assert!(
+                analysis::checks::KINDS.contains(&c.kind.as_str()),
+                "{}: check {:?} has kind {:?}",
+                p.display(),
+                c.name,
+                c.kind
+            );
+        }
+    }
+    assert!(observation >= 4, "{observation} observation labs");
+}
