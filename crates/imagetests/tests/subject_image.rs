@@ -258,8 +258,10 @@ async fn immediate_sigterm_cuts_the_in_flight_request_and_exits_143() {
         s.slow
     );
     assert_eq!(s.exit_code, 143);
+    // Far below the 10 s grace period (a SIGKILL would take all of it); the slack is for a busy
+    // engine, not for the process.
     assert!(
-        s.stop_took < Duration::from_millis(1500),
+        s.stop_took < Duration::from_secs(3),
         "immediate exit took {:?}",
         s.stop_took
     );
