@@ -15,7 +15,7 @@ DURATION=${2:-20s}
 WORKERS=${3:-32}
 command -v nginx >/dev/null || { echo "nginx is needed (apt-get install nginx)" >&2; exit 2; }
 command -v jq >/dev/null || { echo "jq is needed (apt-get install jq)" >&2; exit 2; }
-cargo build --release -q -p localplane -p subject -p loadgen
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --release -q -p localplane -p subject -p loadgen
 BIN=target/release
 out="bench/runs/$(date -u +%Y-%m-%dT%H%M%SZ)-$(hostname)"
 mkdir -p "$out"
