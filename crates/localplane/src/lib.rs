@@ -171,6 +171,12 @@ impl Localplane {
         self.docker.as_ref().map(|d| d.engine_version.clone())
     }
 
+    /// Tells every controller and supervisor to stop (no new containers are started) without
+    /// waiting; for drop guards that cannot `.await` [`Localplane::shutdown`].
+    pub fn begin_shutdown(&self) {
+        self.plane.ctx.shutdown.cancel();
+    }
+
     /// Stops every container with its grace period, closes ingress and the API, flushes logs.
     pub async fn shutdown(self) -> Result<(), Error> {
         self.plane.ctx.shutdown.cancel();

@@ -171,6 +171,12 @@ impl Lab {
 impl Drop for Lab {
     /// Guard: whatever a failed test left behind in Docker goes (by owner label).
     fn drop(&mut self) {
+        if let Some(lp) = &self.lp {
+            // A test that panicked never called stop(): keep its supervisors from restarting
+            // the containers removed below.
+            lp.begin_shutdown();
+            std::thread::sleep(Duration::from_secs(1));
+        }
         let state = self.dir.path().join("state");
         let owner = localplane::runtime::docker::owner_id(&state);
         if let Ok(out) = std::process::Command::new("docker")
