@@ -216,11 +216,21 @@ async fn run_target(
             Ok(())
         }
         TargetChoice::Azure => {
-            let t = Arc::new(Target::azure(&|k| std::env::var(k).ok())?);
+            // The environment wins; what `labctl deploy` recorded fills the gaps.
+            let state_path = std::env::var("PROBELAB_AZURE_STATE")
+                .unwrap_or_else(|_| crate::target::AZURE_STATE_FILE.to_owned());
+            let state = if std::path::Path::new(&state_path).exists() {
+                progress.line(&format!("reading the Azure environment from {state_path}"));
+                crate::target::read_azure_state(std::path::Path::new(&state_path))?
+            } else {
+                Default::default()
+            };
+            let lookup = |k: &str| std::env::var(k).ok().or_else(|| state.get(k).cloned());
+            let t = Arc::new(Target::azure(&lookup)?);
             let since = Utc::now() - chrono::Duration::minutes(5);
             orchestrate(lab, pack, record, opts, progress, t).await?;
-            match std::env::var("LOG_ANALYTICS_WORKSPACE_ID") {
-                Ok(ws) if !ws.is_empty() => {
+            match lookup("LOG_ANALYTICS_WORKSPACE_ID") {
+                Some(ws) if !ws.is_empty() => {
                     progress.line("pulling logs from Log Analytics");
                     // Ingestion lags a few minutes behind the containers.
                     let n = crate::logs::pull(&crate::logs::PullOptions::new(

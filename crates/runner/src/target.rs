@@ -5,6 +5,8 @@
 //! (or `ARM_ENDPOINT`, which is how the Azure code path is tested against localplane). Both go
 //! through the same calls below.
 
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -20,6 +22,30 @@ pub const LOCAL_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
 pub const LOCAL_RESOURCE_GROUP: &str = "probelab-local";
 /// Resource names follow infra/main.bicep with its default `baseName`.
 pub const DEFAULT_BASE_NAME: &str = "probelab";
+
+/// Where `labctl deploy` writes the Azure environment's outputs, keyed by the variables
+/// [`Target::azure`] reads. `PROBELAB_AZURE_STATE` names another file.
+pub const AZURE_STATE_FILE: &str = ".probelab/azure.json";
+
+/// Reads a `labctl deploy` state file: its upper-case top-level string values (`SUBSCRIPTION_ID`,
+/// `RESOURCE_GROUP`, `LOG_ANALYTICS_WORKSPACE_ID`, ...). Other keys (the raw outputs) are skipped.
+pub fn read_azure_state(path: &Path) -> Result<BTreeMap<String, String>, RunError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, e))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| {
+        RunError::Config(format!(
+            "{} (written by `labctl deploy`): {e}",
+            path.display()
+        ))
+    })?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| RunError::Config(format!("{} is not a JSON object", path.display())))?;
+    Ok(obj
+        .iter()
+        .filter(|(k, _)| k.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+        .collect())
+}
 
 /// How a job inside the environment reaches an app's ingress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,6 +241,40 @@ impl Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_deploy_state_file_gives_the_variables_and_skips_the_raw_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("azure.json");
+        std::fs::write(
+            &path,
+            r#"{"SUBSCRIPTION_ID":"sub","RESOURCE_GROUP":"rg","LOG_ANALYTICS_WORKSPACE_ID":"ws",
+                "outputs":{"environmentId":"/x"},"lowercase":"no","PORT":8080}"#,
+        )
+        .unwrap();
+        let state = read_azure_state(&path).unwrap();
+        assert_eq!(
+            state.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "LOG_ANALYTICS_WORKSPACE_ID",
+                "RESOURCE_GROUP",
+                "SUBSCRIPTION_ID"
+            ]
+        );
+        let t = Target::azure(&|k| state.get(k).cloned()).unwrap();
+        assert_eq!(t.scope.resource_group, "rg");
+        std::fs::write(&path, "[1]").unwrap();
+        assert!(
+            read_azure_state(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("not a JSON object")
+        );
+        let missing = read_azure_state(&dir.path().join("nope.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("nope.json"), "{missing}");
+    }
 
     #[test]
     fn azure_needs_its_scope_and_names_follow_the_bicep() {

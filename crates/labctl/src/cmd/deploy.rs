@@ -17,8 +17,9 @@
 //! The state file's top-level keys are the environment variables `labctl lab run --target
 //! azure` reads (`SUBSCRIPTION_ID`, `RESOURCE_GROUP`, `LOG_ANALYTICS_WORKSPACE_ID`,
 //! `PROBELAB_BASE_NAME`, `PROBELAB_IMAGE_PREFIX`), plus the deployment's outputs under
-//! `outputs`. The runner reads the process environment only; [`read_state`] reads the file back
-//! and `labctl azure-env` prints it as `export` lines (`eval "$(labctl azure-env)"`). No value in
+//! `outputs`. `lab run --target azure` reads it (`runner::target::read_azure_state`) for every
+//! variable the environment does not set; `labctl azure-env` prints it as `export` lines
+//! (`eval "$(labctl azure-env)"`) for the other commands. No value in
 //! it is a secret (the template has no secret output; the workspace key never leaves Azure).
 
 use std::collections::BTreeMap;
@@ -34,7 +35,7 @@ use crate::exit;
 /// The images `labctl deploy` pushes (as scripts/build-images.sh names them).
 pub const IMAGES: [&str; 4] = ["subject", "loadgen", "perturbation-sampler", "audit"];
 /// Where `labctl deploy` writes the outputs and `labctl azure-env` reads them.
-pub const DEFAULT_STATE: &str = ".probelab/azure.json";
+pub const DEFAULT_STATE: &str = runner::target::AZURE_STATE_FILE;
 /// The ARM deployment's name (`az deployment group show -n`).
 pub const DEPLOYMENT_NAME: &str = "probelab";
 
@@ -391,21 +392,7 @@ fn write_state(path: &Path, v: &Value) -> anyhow::Result<()> {
 /// values whose keys are upper case: `SUBSCRIPTION_ID`, `RESOURCE_GROUP`,
 /// `LOG_ANALYTICS_WORKSPACE_ID`, `PROBELAB_BASE_NAME`, `PROBELAB_IMAGE_PREFIX`).
 pub fn read_state(path: &Path) -> anyhow::Result<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path).with_context(|| {
-        format!(
-            "cannot read {} (written by `labctl deploy`)",
-            path.display()
-        )
-    })?;
-    let v = json(&text, &path.display().to_string())?;
-    let obj = v
-        .as_object()
-        .with_context(|| format!("{} is not a JSON object", path.display()))?;
-    let env: BTreeMap<String, String> = obj
-        .iter()
-        .filter(|(k, _)| k.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
-        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
-        .collect();
+    let env = runner::target::read_azure_state(path)?;
     for k in ["SUBSCRIPTION_ID", "RESOURCE_GROUP"] {
         if !env.contains_key(k) {
             bail!("{} has no {k}", path.display());
