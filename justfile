@@ -20,3 +20,7 @@ images:
 # Everything CI does.
 ci:
     bash .ci/run
+
+# Run a lab on the local emulator (builds the images first), e.g. `just lab labs/startup-degraded.toml --profile quick`.
+lab LAB *ARGS:
+    scripts/lab.sh {{LAB}} {{ARGS}}
