@@ -480,20 +480,31 @@ fn exec_not_found(e: &str) -> ArmError {
     )
 }
 
+/// The job `name` and its execution `exec`, or the ARM not-found error for whichever is missing.
+fn find_execution<'a>(
+    st: &'a crate::plane::State,
+    rg: &str,
+    name: &str,
+    exec: &str,
+) -> Result<(&'a Job, &'a Execution), ArmError> {
+    let j = st
+        .jobs
+        .get(&key(name))
+        .ok_or_else(|| job_not_found(name, rg))?;
+    let e = j
+        .executions
+        .iter()
+        .find(|e| e.name == exec)
+        .ok_or_else(|| exec_not_found(exec))?;
+    Ok((j, e))
+}
+
 pub async fn get_execution(
     State(s): State<ApiState>,
     Path((_sub, rg, name, exec)): Path<(String, String, String, String)>,
 ) -> Result<Response, ArmError> {
     let st = s.plane.lock();
-    let j = st
-        .jobs
-        .get(&key(&name))
-        .ok_or_else(|| job_not_found(&name, &rg))?;
-    let e = j
-        .executions
-        .iter()
-        .find(|e| e.name == exec)
-        .ok_or_else(|| exec_not_found(&exec))?;
+    let (j, e) = find_execution(&st, &rg, &name, &exec)?;
     Ok(axum::Json(j.execution_json(e)).into_response())
 }
 
@@ -502,15 +513,7 @@ pub async fn stop_execution(
     Path((_sub, rg, name, exec)): Path<(String, String, String, String)>,
 ) -> Result<Response, ArmError> {
     let st = s.plane.lock();
-    let j = st
-        .jobs
-        .get(&key(&name))
-        .ok_or_else(|| job_not_found(&name, &rg))?;
-    let e = j
-        .executions
-        .iter()
-        .find(|e| e.name == exec)
-        .ok_or_else(|| exec_not_found(&exec))?;
+    let (_, e) = find_execution(&st, &rg, &name, &exec)?;
     e.cancel.cancel();
     Ok(StatusCode::OK.into_response())
 }
