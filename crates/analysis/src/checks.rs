@@ -24,8 +24,11 @@
 //!   `restart_count` samples are not used.
 //! - `probe_failed`: `ProbeFailed` events of `app` whose message names `probe`
 //!   (`Probe of Liveness failed ...`, case-insensitive) ≥ `min` (1).
-//! - `probe_failed_first`: the first `ProbeFailed` event of `app` in scope is of type `probe`
-//!   (fails when there is none).
+//! - `probe_failed_first`: of the probe types of `app`, the first to reach `min` (1)
+//!   `ProbeFailed` events in scope is `probe` (fails when none reaches it). With `min` set to the
+//!   probes' failure threshold this reads "`probe` reached its threshold first" (the replica was
+//!   taken out of routing before liveness killed it), which does not depend on which probe's
+//!   period happened to tick first after the trouble began.
 //! - `recovers`: the selected windows have errors, and the last window with requests has none
 //!   (the app served again without intervention).
 //! - `action_failed`: a recorded action of the step for `app` has `outcome = "failed"`.
@@ -475,19 +478,48 @@ fn event_check(c: &CheckSpec, runs: &RunsFile, acc: &Acc) -> Eval {
                     refs(&hits),
                 )
             } else {
-                let first = evs.first();
-                let ty = first.map(|e| probe_type(&e.msg));
+                // The first type to reach `min` failures (1: the first failure of any type).
+                let n = c.min.unwrap_or(1.0).max(1.0).ceil() as usize;
+                let mut by_type: std::collections::BTreeMap<String, Vec<&SystemEvent>> =
+                    Default::default();
+                for e in &evs {
+                    by_type.entry(probe_type(&e.msg)).or_default().push(e);
+                }
+                for v in by_type.values_mut() {
+                    v.sort_by_key(|e| e.ts_ms);
+                }
+                let first = by_type
+                    .iter()
+                    .filter_map(|(t, v)| v.get(n - 1).map(|e| (t.clone(), *e)))
+                    .min_by_key(|(_, e)| e.ts_ms);
+                let counts: serde_json::Map<String, Value> = by_type
+                    .iter()
+                    .map(|(t, v)| (t.clone(), json!(v.len())))
+                    .collect();
+                let ty = first.as_ref().map(|(t, _)| t.clone());
+                let nth = if n == 1 {
+                    "first ProbeFailed".to_owned()
+                } else {
+                    format!("first probe type to fail {n} times")
+                };
                 judged(
                     ty.as_deref() == Some(want.as_str()),
-                    match (first, &ty) {
-                        (Some(e), Some(t)) => format!(
-                            "the first ProbeFailed of {app} in {what} is {t} at {} (expected {probe})",
-                            iso_ms(e.ts_ms)
+                    match &first {
+                        Some((t, e)) => format!(
+                            "the {nth} for {app} in {what} is {t}, at {} (expected {probe}; failures by type: {})",
+                            iso_ms(e.ts_ms),
+                            Value::Object(counts.clone())
                         ),
-                        _ => format!("no ProbeFailed event of {app} in {what}"),
+                        None => format!(
+                            "no probe of {app} failed {n} time(s) in {what} ({} ProbeFailed event(s))",
+                            evs.len()
+                        ),
                     },
-                    add(json!({"probe": probe, "first_type": ty, "any_type": evs.len()})),
-                    first.map(|e| refs(&[*e])).unwrap_or_default(),
+                    add(
+                        json!({"probe": probe, "first_type": ty, "any_type": evs.len(),
+                               "min": n, "by_type": counts}),
+                    ),
+                    first.map(|(_, e)| refs(&[e])).unwrap_or_default(),
                 )
             }
         }

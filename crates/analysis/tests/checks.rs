@@ -211,6 +211,22 @@ probe = "Readiness"
 step = "saturate"
 
 [[checks]]
+name = "rl readiness reaches 2 failures first"
+kind = "probe_failed_first"
+app = "rl"
+probe = "Readiness"
+step = "outage"
+min = 2
+
+[[checks]]
+name = "rl liveness reaches 2 failures first"
+kind = "probe_failed_first"
+app = "rl"
+probe = "Liveness"
+step = "outage"
+min = 2
+
+[[checks]]
 name = "blocking request lost"
 kind = "action_failed"
 app = "single"
@@ -238,6 +254,9 @@ fn event_and_action_checks_pass_and_fail() {
             ("ro readiness flaps", Status::Fail),
             ("rl readiness first", Status::Pass),
             ("single readiness first", Status::Fail),
+            // rl's one readiness failure comes first, but liveness reaches 2 failures first.
+            ("rl readiness reaches 2 failures first", Status::Fail),
+            ("rl liveness reaches 2 failures first", Status::Pass),
             ("blocking request lost", Status::Pass),
             ("restart lost", Status::Fail),
         ],
@@ -254,6 +273,14 @@ fn event_and_action_checks_pass_and_fail() {
     assert_eq!(n("rl liveness kills", "matching"), 3);
     assert_eq!(n("rl liveness kills", "any_type"), 4);
     assert_eq!(n("single readiness first", "first_type"), "liveness");
+    assert_eq!(
+        n("rl readiness reaches 2 failures first", "first_type"),
+        "liveness"
+    );
+    assert_eq!(
+        n("rl readiness reaches 2 failures first", "by_type"),
+        serde_json::json!({"liveness": 3, "readiness": 1})
+    );
     assert_eq!(gate(&a, "rl liveness kills").rows.len(), 3);
     assert_eq!(a.verdict.verdict, Outcome::Falsified);
 }
