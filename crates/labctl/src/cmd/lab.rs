@@ -1,7 +1,15 @@
 //! `labctl lab run LAB`: run a pre-registered lab end to end (the `runner` crate does the work)
 //! and print the verdict; the exit code carries it (0 held, 3 falsified, 4 invalid, 1 error).
+//!
+//! LAB is a file path, or the bare name of a lab in `--labs-dir` (`startup-degraded` is
+//! `<labs dir>/startup-degraded.toml`; the lab image sets `PROBELAB_LABS_DIR=/labs`).
+//! `--evidence-owner` hands what the run wrote to another user afterwards: the lab image runs as
+//! root (it drives the host's Docker engine and binds port 80 on the emulator's gateway) and
+//! writes into a bind-mounted host directory, whose files must end up the host user's.
 
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -45,9 +53,18 @@ pub enum Progress {
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The lab file (labs/*.toml).
+    /// The lab: a file path, or the bare name of a lab in --labs-dir (`startup-degraded` means
+    /// `<labs dir>/startup-degraded.toml` when no file of that name exists).
     #[arg(value_name = "LAB")]
     pub lab: PathBuf,
+    /// Where bare lab names are looked up.
+    #[arg(
+        long,
+        env = "PROBELAB_LABS_DIR",
+        default_value = "labs",
+        value_name = "DIR"
+    )]
+    pub labs_dir: PathBuf,
     /// `local` (localplane started for the run) or `azure` (SUBSCRIPTION_ID, RESOURCE_GROUP,
     /// LOG_ANALYTICS_WORKSPACE_ID; the operator's Azure CLI login).
     #[arg(long, value_enum, default_value = "local")]
@@ -56,8 +73,24 @@ pub struct RunArgs {
     #[arg(long, default_value = "full")]
     pub profile: String,
     /// Where evidence packs go; the run writes `<out>/<lab>-<UTC stamp>/`.
-    #[arg(long, default_value = "evidence", value_name = "DIR")]
+    #[arg(
+        long,
+        env = "PROBELAB_EVIDENCE_DIR",
+        default_value = "evidence",
+        value_name = "DIR"
+    )]
     pub out: PathBuf,
+    /// After the run (whatever its outcome), give everything it created under --out to this
+    /// owner: `UID:GID`, or `auto` for the owner of the --out directory (of its nearest existing
+    /// parent when it does not exist yet). For runs as root into a host directory, e.g. the lab
+    /// container. Changing ownership needs root (CAP_CHOWN).
+    #[arg(
+        long,
+        env = "PROBELAB_EVIDENCE_OWNER",
+        value_name = "UID:GID|auto",
+        value_parser = parse_owner
+    )]
+    pub evidence_owner: Option<Owner>,
     /// Local target: Docker containers (the labs' runtime) or child processes.
     #[arg(long, value_enum, default_value = "docker")]
     pub runtime: Runtime,
@@ -83,7 +116,173 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 }
 
+/// Who gets the evidence after the run (`--evidence-owner`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The owner of the --out directory.
+    Auto,
+    Ids {
+        uid: u32,
+        gid: u32,
+    },
+}
+
+fn parse_owner(s: &str) -> Result<Owner, String> {
+    if s == "auto" {
+        return Ok(Owner::Auto);
+    }
+    let (u, g) = s
+        .split_once(':')
+        .ok_or_else(|| format!("'{s}': expected UID:GID (numbers, e.g. 1000:1000) or auto"))?;
+    let num = |v: &str, what: &str| {
+        v.parse::<u32>()
+            .map_err(|_| format!("'{s}': {what} '{v}' is not a number (expected UID:GID or auto)"))
+    };
+    Ok(Owner::Ids {
+        uid: num(u, "UID")?,
+        gid: num(g, "GID")?,
+    })
+}
+
+/// LAB as given when such a file exists; else, for a bare name, `<labs_dir>/<name>.toml`.
+/// An unknown name is an error that lists the labs `labs_dir` holds.
+pub fn resolve_lab(lab: &Path, labs_dir: &Path) -> anyhow::Result<PathBuf> {
+    if lab.is_file() {
+        return Ok(lab.to_path_buf());
+    }
+    let bare = lab.components().count() == 1;
+    if !bare {
+        anyhow::bail!("lab file {} does not exist", lab.display());
+    }
+    let name = lab.to_string_lossy();
+    let file = if name.ends_with(".toml") {
+        labs_dir.join(lab)
+    } else {
+        labs_dir.join(format!("{name}.toml"))
+    };
+    if file.is_file() {
+        return Ok(file);
+    }
+    let available = match std::fs::read_dir(labs_dir) {
+        Ok(rd) => {
+            let mut names: Vec<String> = rd
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+                .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                .collect();
+            names.sort();
+            if names.is_empty() {
+                format!("{} holds no *.toml lab", labs_dir.display())
+            } else {
+                format!("labs in {}: {}", labs_dir.display(), names.join(", "))
+            }
+        }
+        Err(e) => format!("cannot list {}: {e}", labs_dir.display()),
+    };
+    anyhow::bail!(
+        "no lab file {} and no lab named '{name}' ({available}); pass a path or set --labs-dir \
+         (PROBELAB_LABS_DIR)",
+        lab.display()
+    )
+}
+
+/// What exists under `out` before the run, and who will own what the run adds.
+struct Handover {
+    owner: (u32, u32),
+    out_existed: bool,
+    before: HashSet<OsString>,
+}
+
+impl Handover {
+    fn prepare(owner: Owner, out: &Path) -> anyhow::Result<Handover> {
+        use std::os::unix::fs::MetadataExt;
+        let owner = match owner {
+            Owner::Ids { uid, gid } => (uid, gid),
+            Owner::Auto => {
+                let dir = out
+                    .ancestors()
+                    .find(|p| p.exists())
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| PathBuf::from("."));
+                let m = std::fs::metadata(&dir).with_context(|| {
+                    format!("--evidence-owner auto: cannot stat {}", dir.display())
+                })?;
+                (m.uid(), m.gid())
+            }
+        };
+        let out_existed = out.is_dir();
+        let mut before = HashSet::new();
+        if out_existed {
+            for e in
+                std::fs::read_dir(out).with_context(|| format!("cannot list {}", out.display()))?
+            {
+                before.insert(
+                    e.with_context(|| format!("cannot list {}", out.display()))?
+                        .file_name(),
+                );
+            }
+        }
+        Ok(Handover {
+            owner,
+            out_existed,
+            before,
+        })
+    }
+
+    /// Changes the owner of every entry the run created under `out` (recursively, symlinks
+    /// themselves, never their targets).
+    fn apply(&self, out: &Path) -> anyhow::Result<()> {
+        if !out.exists() {
+            return Ok(());
+        }
+        if !self.out_existed {
+            return chown_tree(out, self.owner);
+        }
+        for e in std::fs::read_dir(out).with_context(|| format!("cannot list {}", out.display()))? {
+            let e = e.with_context(|| format!("cannot list {}", out.display()))?;
+            if !self.before.contains(&e.file_name()) {
+                chown_tree(&e.path(), self.owner)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn chown_tree(path: &Path, (uid, gid): (u32, u32)) -> anyhow::Result<()> {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid))
+        .with_context(|| format!("cannot give {} to {uid}:{gid}", path.display()))?;
+    let meta = std::fs::symlink_metadata(path)
+        .with_context(|| format!("cannot stat {}", path.display()))?;
+    if meta.is_dir() {
+        for e in
+            std::fs::read_dir(path).with_context(|| format!("cannot list {}", path.display()))?
+        {
+            let e = e.with_context(|| format!("cannot list {}", path.display()))?;
+            chown_tree(&e.path(), (uid, gid))?;
+        }
+    }
+    Ok(())
+}
+
 fn run_lab(a: RunArgs) -> anyhow::Result<u8> {
+    let lab = resolve_lab(&a.lab, &a.labs_dir)?;
+    let handover = match a.evidence_owner {
+        Some(o) => Some(Handover::prepare(o, &a.out)?),
+        None => None,
+    };
+    let out = a.out.clone();
+    let result = run_resolved(a, lab);
+    if let Some(h) = handover
+        && let Err(e) = h.apply(&out)
+    {
+        eprintln!("labctl: {e:#}");
+        return result.and(Ok(exit::ERROR));
+    }
+    result
+}
+
+fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
     let target = match a.target {
         Target::Azure => TargetChoice::Azure,
         Target::Local => TargetChoice::Local(match a.runtime {
@@ -100,7 +299,7 @@ fn run_lab(a: RunArgs) -> anyhow::Result<u8> {
             },
         }),
     };
-    let mut opts = RunOptions::new(a.lab, &a.profile, target, a.out);
+    let mut opts = RunOptions::new(lab, &a.profile, target, a.out);
     opts.ready_timeout = a.ready_timeout;
     opts.start_mode = a.mode;
     opts.time_scale = a.time_scale;
@@ -139,4 +338,109 @@ fn run_lab(a: RunArgs) -> anyhow::Result<u8> {
             analysis::Outcome::Invalid => exit::INVALID,
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn labs_dir() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for n in [
+            "worker-saturation.toml",
+            "startup-degraded.toml",
+            "notes.md",
+        ] {
+            std::fs::write(d.path().join(n), "").unwrap();
+        }
+        d
+    }
+
+    #[test]
+    fn a_bare_name_is_a_lab_in_the_labs_dir() {
+        let d = labs_dir();
+        let got = resolve_lab(Path::new("startup-degraded"), d.path()).unwrap();
+        assert_eq!(got, d.path().join("startup-degraded.toml"));
+        let got = resolve_lab(Path::new("worker-saturation.toml"), d.path()).unwrap();
+        assert_eq!(got, d.path().join("worker-saturation.toml"));
+    }
+
+    #[test]
+    fn an_existing_path_wins_over_the_labs_dir() {
+        let d = labs_dir();
+        let own = tempfile::tempdir().unwrap();
+        let file = own.path().join("mine.toml");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(resolve_lab(&file, d.path()).unwrap(), file);
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_available_labs() {
+        let d = labs_dir();
+        let e = resolve_lab(Path::new("startup-degradd"), d.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no lab named 'startup-degradd'"), "{e}");
+        assert!(e.contains("startup-degraded, worker-saturation"), "{e}");
+        assert!(!e.contains("notes"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_path_is_not_looked_up_by_name() {
+        let d = labs_dir();
+        let e = resolve_lab(Path::new("elsewhere/startup-degraded.toml"), d.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn owner_is_uid_gid_or_auto() {
+        assert_eq!(parse_owner("auto"), Ok(Owner::Auto));
+        assert_eq!(
+            parse_owner("1000:1001"),
+            Ok(Owner::Ids {
+                uid: 1000,
+                gid: 1001
+            })
+        );
+        assert!(parse_owner("1000").unwrap_err().contains("UID:GID"));
+        assert!(parse_owner("me:1000").unwrap_err().contains("'me'"));
+        assert!(parse_owner("1000:").is_err());
+    }
+
+    #[test]
+    fn handover_changes_only_what_the_run_created() {
+        use std::os::unix::fs::MetadataExt;
+        let out = tempfile::tempdir().unwrap();
+        std::fs::write(out.path().join("old"), "").unwrap();
+        let me = std::fs::metadata(out.path()).unwrap();
+        let h = Handover::prepare(Owner::Auto, out.path()).unwrap();
+        assert_eq!(h.owner, (me.uid(), me.gid()));
+        std::fs::create_dir_all(out.path().join("pack/logs")).unwrap();
+        std::fs::write(out.path().join("pack/logs/x.ndjson"), "{}").unwrap();
+        std::os::unix::fs::symlink("/nonexistent", out.path().join("pack/link")).unwrap();
+        // Giving files to ourselves needs no privilege, so this runs as any user.
+        h.apply(out.path()).unwrap();
+        let m = std::fs::metadata(out.path().join("pack/logs/x.ndjson")).unwrap();
+        assert_eq!((m.uid(), m.gid()), (me.uid(), me.gid()));
+        if me.uid() == 0 {
+            // As root, check a real change: new entries move, the old file stays.
+            let h = Handover {
+                owner: (4242, 4343),
+                out_existed: true,
+                before: ["old".into()].into_iter().collect(),
+            };
+            h.apply(out.path()).unwrap();
+            for p in ["pack", "pack/logs", "pack/logs/x.ndjson"] {
+                let m = std::fs::metadata(out.path().join(p)).unwrap();
+                assert_eq!((m.uid(), m.gid()), (4242, 4343), "{p}");
+            }
+            let l = std::fs::symlink_metadata(out.path().join("pack/link")).unwrap();
+            assert_eq!(l.uid(), 4242);
+            assert_eq!(std::fs::metadata(out.path().join("old")).unwrap().uid(), 0);
+        }
+    }
 }
