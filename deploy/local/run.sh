@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Runs deploy/local/compose.yaml once and keeps what every container printed:
-#   evidence/local-<UTC timestamp>/{loadgen,subject,dependency}.ndjson   (stdout: JSON lines)
-#   evidence/local-<UTC timestamp>/*.stderr                               (stderr, usually empty)
+# Runs deploy/local/compose.yaml.
+#
+#   deploy/local/run.sh
+#     The scenario, once, keeping what every container printed:
+#       evidence/local-<UTC timestamp>/{loadgen,subject,dependency}.ndjson   (stdout: JSON lines)
+#       evidence/local-<UTC timestamp>/*.stderr                               (stderr, usually empty)
+#
+#   deploy/local/run.sh lab NAME|FILE [labctl lab run flags...]
+#     A whole lab inside the probelab/lab container, e.g. `lab startup-degraded --profile quick`;
+#     the evidence pack lands in evidence/<lab>-<UTC>/ (or $PROBELAB_EVIDENCE), owned by you.
+#     Exits with labctl's code (0 held, 3 falsified, 4 invalid, 1 error).
+#
 # Builds the images first when one is missing. Same knobs as compose.yaml (environment).
 # Uses `docker compose` (v2) when present, else Debian's `docker-compose` 1.29.
 set -euo pipefail
@@ -17,6 +26,30 @@ else
 fi
 project=probelab-local
 dc() { "${compose[@]}" -f deploy/local/compose.yaml -p "$project" "$@"; }
+
+if [ "${1:-}" = lab ]; then
+  shift
+  [ $# -gt 0 ] || { echo "usage: deploy/local/run.sh lab NAME|FILE [labctl lab run flags...]" >&2; exit 2; }
+  for image in lab subject loadgen perturbation-sampler audit; do
+    if ! docker image inspect "probelab/$image:dev" >/dev/null 2>&1; then
+      echo "run.sh: probelab/$image:dev missing; running scripts/build-images.sh" >&2
+      scripts/build-images.sh
+      break
+    fi
+  done
+  # Created here, so it is yours (the lab hands its files to this directory's owner); a missing
+  # bind-mount source would be created by the engine, as root.
+  evidence="${PROBELAB_EVIDENCE:-evidence}"
+  mkdir -p "$evidence"
+  export PROBELAB_EVIDENCE
+  PROBELAB_EVIDENCE=$(cd "$evidence" && pwd)
+  project=probelab-lab-$$
+  # `run` also creates the project's default network; `down` removes it.
+  trap 'dc down >/dev/null 2>&1 || true' EXIT
+  code=0
+  dc run --rm lab "$@" || code=$?
+  exit "$code"
+fi
 
 for image in subject loadgen; do
   if ! docker image inspect "probelab/$image:dev" >/dev/null 2>&1; then
