@@ -122,18 +122,45 @@ impl Prefixes {
 }
 
 impl LabFile {
-    /// Reads and parses a lab file.
+    /// Reads and parses a lab file, with the profile the run used: in an evidence pack the
+    /// `profile` file beside `lab.toml` names it (the runner writes it), and its
+    /// `[profiles.<name>]` overlay is applied as the runner applied it (so a quick profile's
+    /// shorter check `within` is the one judged). Without that file: the file as written.
     pub fn read(path: &Path) -> Result<LabFile, Error> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::parse(&text).map_err(|e| Error::Lab {
+        let profile = path
+            .parent()
+            .and_then(|d| std::fs::read_to_string(d.join(PROFILE_FILE)).ok())
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty());
+        Self::parse_with_profile(&text, profile.as_deref()).map_err(|e| Error::Lab {
             path: path.display().to_string(),
             msg: e,
         })
     }
 
-    /// Parses the text of a lab file.
+    /// Parses the text of a lab file as written (no profile applied).
     pub fn parse(text: &str) -> Result<LabFile, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        Self::parse_with_profile(text, None)
+    }
+
+    /// Parses the text of a lab file with `[profiles.<profile>]` merged over it (`full`, or a
+    /// profile the file does not define as `full`, is the file as written; any other undefined
+    /// profile is an error). Merging is the lab crate's: tables key by key, arrays of tables
+    /// with a `name` element by element on that name, every other value replaced.
+    pub fn parse_with_profile(text: &str, profile: Option<&str>) -> Result<LabFile, String> {
+        let mut doc: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+        let profiles = doc.remove("profiles");
+        if let Some(name) = profile {
+            match profiles.as_ref().and_then(|p| p.get(name)) {
+                Some(toml::Value::Table(overlay)) => merge_tables(&mut doc, overlay),
+                _ if name == "full" => {}
+                _ => return Err(format!("profile {name:?} is not defined in the lab file")),
+            }
+        }
+        toml::Value::Table(doc)
+            .try_into()
+            .map_err(|e: toml::de::Error| e.to_string())
     }
 
     /// Whether the verdict comes from `[[checks]]` (`kind = "observation"`).
@@ -185,6 +212,43 @@ pub fn default_phase(run_id: &str) -> &'static str {
     "other"
 }
 
+/// The file of an evidence pack that names the profile the lab ran with.
+pub const PROFILE_FILE: &str = "profile";
+
+/// Deep-merges `overlay` into `base` as the lab crate's profiles do (analysis does not depend on
+/// `lab`; `crates/lab/src/profile.rs` is the reference and its tests pin the rules).
+fn merge_tables(base: &mut toml::Table, overlay: &toml::Table) {
+    use toml::Value;
+    let name_of = |v: &Value| -> Option<String> {
+        v.as_table()
+            .and_then(|t| t.get("name"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let named = |a: &[Value]| !a.is_empty() && a.iter().all(|v| name_of(v).is_some());
+    for (key, over) in overlay {
+        match (base.get_mut(key), over) {
+            (Some(Value::Table(b)), Value::Table(o)) => merge_tables(b, o),
+            (Some(Value::Array(b)), Value::Array(o)) if named(b) && named(o) => {
+                for item in o {
+                    let n = name_of(item);
+                    match b.iter_mut().find(|x| name_of(x) == n) {
+                        Some(Value::Table(bt)) => {
+                            if let Value::Table(ot) = item {
+                                merge_tables(bt, ot);
+                            }
+                        }
+                        _ => b.push(item.clone()),
+                    }
+                }
+            }
+            _ => {
+                base.insert(key.clone(), over.clone());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,5 +280,53 @@ mod tests {
             "supplemental-restart"
         );
         assert_eq!(lab.phase_of("x"), "other");
+    }
+
+    const WITH_QUICK: &str = r#"
+        kind = "observation"
+        [[checks]]
+        name = "restarts in a loop"
+        kind = "restart_count_at_least"
+        app = "rl"
+        min = 2
+        within = "150s"
+        [[checks]]
+        name = "never restarted"
+        kind = "restart_count_at_most"
+        app = "ro"
+        [[profiles.quick.checks]]
+        name = "restarts in a loop"
+        within = "75s"
+    "#;
+
+    #[test]
+    fn a_pack_is_judged_with_the_profile_it_ran_with() {
+        let full = LabFile::parse(WITH_QUICK).unwrap();
+        assert_eq!(full.checks[0].within.as_deref(), Some("150s"));
+        let quick = LabFile::parse_with_profile(WITH_QUICK, Some("quick")).unwrap();
+        assert_eq!(quick.checks.len(), 2);
+        assert_eq!(quick.checks[0].within.as_deref(), Some("75s"));
+        assert_eq!(
+            quick.checks[0].min,
+            Some(2.0),
+            "the rest of the check is kept"
+        );
+        let named_full = LabFile::parse_with_profile(WITH_QUICK, Some("full")).unwrap();
+        assert_eq!(named_full.checks[0].within.as_deref(), Some("150s"));
+        assert!(LabFile::parse_with_profile(WITH_QUICK, Some("slow")).is_err());
+
+        // In a pack, the `profile` file beside lab.toml picks the overlay.
+        let dir = tempfile::tempdir().unwrap();
+        let lab = dir.path().join("lab.toml");
+        std::fs::write(&lab, WITH_QUICK).unwrap();
+        assert_eq!(
+            LabFile::read(&lab).unwrap().checks[0].within.as_deref(),
+            Some("150s")
+        );
+        std::fs::write(dir.path().join(PROFILE_FILE), "quick\n").unwrap();
+        assert_eq!(
+            LabFile::read(&lab).unwrap().checks[0].within.as_deref(),
+            Some("75s")
+        );
     }
 }
