@@ -1,19 +1,29 @@
 //! One HTTP request: send, read the whole body, classify the result.
 //!
-//! hyper 1 through hyper-util's pooled client: in keep-alive mode idle connections are reused;
-//! in close mode the pool keeps nothing and every request carries `Connection: close`. A closed
-//! model worker owns a client of its own, so it holds one persistent connection and rebuilds it
-//! after an error or a `Connection: close` from the server.
+//! hyper 1's HTTP/1.1 connection API with a pool of our own, so the number of connections is
+//! bounded by construction: a request takes an idle connection when there is one and opens a new
+//! one only when there is none, and it gives the connection back (keep-alive mode, server did
+//! not ask to close) before it counts as finished. Every live connection is therefore either
+//! idle or held by a request in flight, and a scenario never holds more connections than its
+//! `--max-in-flight` (a closed-model worker's client: one). In close mode every request opens
+//! its own connection (and TLS handshake) and sends `Connection: close`.
+//!
+//! Stages are classified where they fail: resolving (`dns`), TCP connect (`connect`), TLS
+//! handshake (`tls`), then the exchange itself (`reset`, `timeout`, `protocol`, ...).
 
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
-use hyper::header::{CONNECTION, HeaderName, HeaderValue, USER_AGENT};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::{CONNECTION, HOST, HeaderName, HeaderValue, USER_AGENT};
 use hyper::{Request, Uri};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::rt::TokioIo;
+use rustls_pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
 
 use crate::config::ConnMode;
 
@@ -27,12 +37,126 @@ pub struct Response {
     pub replica: Option<HeaderValue>,
 }
 
+/// Where requests go, computed once from the URL when the configuration is validated.
+pub struct Target {
+    uri: Uri,
+    /// Origin-form request target (`/path?query`).
+    path: Uri,
+    /// `Host` header (the URL's authority without userinfo).
+    host_header: HeaderValue,
+    host: String,
+    port: u16,
+    /// The address when the host is an IP literal (no lookup per connection).
+    literal: Option<SocketAddr>,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+/// Why a client could not be built from a URL.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{0}: no host")]
+    NoHost(Uri),
+    #[error("{0}: https needs a TLS configuration")]
+    NoTls(Uri),
+    #[error("{0}: {1}")]
+    Invalid(Uri, String),
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("uri", &self.uri)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+impl Target {
+    /// Checks the URL (an `https://` one needs `tls`) and precomputes what every request needs.
+    pub fn new(uri: &Uri, tls: Option<&Arc<rustls::ClientConfig>>) -> Result<Target, ClientError> {
+        let authority = uri
+            .authority()
+            .ok_or_else(|| ClientError::NoHost(uri.clone()))?;
+        let https = uri.scheme_str() == Some("https");
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let host_part = authority.as_str().rsplit('@').next().unwrap_or_default();
+        let host_header = HeaderValue::from_str(host_part)
+            .map_err(|e| ClientError::Invalid(uri.clone(), e.to_string()))?;
+        let path: Uri = uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .parse()
+            .map_err(|e: hyper::http::uri::InvalidUri| {
+                ClientError::Invalid(uri.clone(), e.to_string())
+            })?;
+        let literal = host
+            .parse::<std::net::IpAddr>()
+            .ok()
+            .map(|ip| SocketAddr::new(ip, port));
+        let tls = if https {
+            let cfg = tls.ok_or_else(|| ClientError::NoTls(uri.clone()))?;
+            let name = ServerName::try_from(host.clone())
+                .map_err(|e| ClientError::Invalid(uri.clone(), e.to_string()))?;
+            Some((TlsConnector::from(cfg.clone()), name))
+        } else {
+            None
+        };
+        Ok(Target {
+            uri: uri.clone(),
+            path,
+            host_header,
+            host,
+            port,
+            literal,
+            tls,
+        })
+    }
+}
+
+/// A failed request, by the stage that failed.
+#[derive(Debug)]
+enum Fail {
+    Dns(std::io::Error),
+    Connect(std::io::Error),
+    Tls(std::io::Error),
+    Http(hyper::Error),
+}
+
+impl Fail {
+    fn class(&self) -> &'static str {
+        match self {
+            Fail::Dns(_) => "dns",
+            Fail::Connect(e) if e.kind() == std::io::ErrorKind::TimedOut => "timeout",
+            Fail::Connect(_) => "connect",
+            Fail::Tls(_) => "tls",
+            Fail::Http(e) => classify(e),
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Fail::Dns(e) => format!("resolving the host: {}", chain(e)),
+            Fail::Connect(e) => format!("connecting: {}", chain(e)),
+            Fail::Tls(e) => format!("TLS handshake: {}", chain(e)),
+            Fail::Http(e) => chain(e),
+        }
+    }
+}
+
+type Conn = SendRequest<Empty<Bytes>>;
+
 /// An HTTP client for one scenario (or one closed-model worker).
 pub struct HttpClient {
-    client: Client<HttpConnector, Empty<Bytes>>,
-    uri: Uri,
+    target: Arc<Target>,
     mode: ConnMode,
     timeout: Duration,
+    /// Idle keep-alive connections. The lock is held for a push or a pop, never across an await.
+    idle: Mutex<Vec<Conn>>,
     revision_header: HeaderName,
     replica_header: HeaderName,
 }
@@ -42,32 +166,25 @@ static UA: HeaderValue =
 static CLOSE: HeaderValue = HeaderValue::from_static("close");
 
 impl HttpClient {
+    /// A client for `target`. `max_conns` only sizes the idle list: the connection bound comes
+    /// from the callers' in-flight cap (see the module docs).
     pub fn new(
-        uri: Uri,
+        target: Arc<Target>,
         mode: ConnMode,
         timeout: Duration,
-        max_idle: usize,
+        max_conns: usize,
         revision_header: HeaderName,
         replica_header: HeaderName,
     ) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(timeout));
-        let idle = match mode {
+        let cap = match mode {
             ConnMode::Close => 0,
-            ConnMode::KeepAlive => max_idle,
+            ConnMode::KeepAlive => max_conns.min(1024),
         };
-        let client = Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .pool_max_idle_per_host(idle)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build(connector);
         HttpClient {
-            client,
-            uri,
+            target,
             mode,
             timeout,
+            idle: Mutex::new(Vec::with_capacity(cap)),
             revision_header,
             replica_header,
         }
@@ -81,8 +198,8 @@ impl HttpClient {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => Response {
                 status: None,
-                err_class: Some(classify(e.as_ref())),
-                err_msg: want_msg.then(|| chain(e.as_ref())),
+                err_class: Some(e.class()),
+                err_msg: want_msg.then(|| e.message()),
                 revision: None,
                 replica: None,
             },
@@ -97,23 +214,139 @@ impl HttpClient {
         }
     }
 
-    async fn get_inner(&self) -> Result<Response, BoxError> {
+    fn request(&self) -> Request<Empty<Bytes>> {
         let mut req = Request::new(Empty::<Bytes>::new());
-        *req.uri_mut() = self.uri.clone();
+        *req.uri_mut() = self.target.path.clone();
         let h = req.headers_mut();
+        h.insert(HOST, self.target.host_header.clone());
         h.insert(USER_AGENT, UA.clone());
         if self.mode == ConnMode::Close {
             h.insert(CONNECTION, CLOSE.clone());
         }
-        let resp = self.client.request(req).await?;
+        req
+    }
+
+    /// An idle connection that is still usable, if any.
+    async fn take_idle(&self) -> Option<Conn> {
+        loop {
+            let mut c = self.idle.lock().ok()?.pop()?;
+            if c.is_closed() {
+                continue;
+            }
+            if c.ready().await.is_ok() {
+                return Some(c);
+            }
+        }
+    }
+
+    fn put_idle(&self, c: Conn) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(c);
+        }
+    }
+
+    async fn tcp(&self) -> Result<TcpStream, Fail> {
+        let t = &self.target;
+        let stream = if let Some(addr) = t.literal {
+            TcpStream::connect(addr).await.map_err(Fail::Connect)?
+        } else {
+            let addrs = tokio::net::lookup_host((t.host.as_str(), t.port))
+                .await
+                .map_err(Fail::Dns)?;
+            let mut last = None;
+            let mut found = None;
+            for a in addrs {
+                match TcpStream::connect(a).await {
+                    Ok(s) => {
+                        found = Some(s);
+                        break;
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            match (found, last) {
+                (Some(s), _) => s,
+                (None, Some(e)) => return Err(Fail::Connect(e)),
+                (None, None) => {
+                    return Err(Fail::Dns(std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!("{} has no address", t.host),
+                    )));
+                }
+            }
+        };
+        // Small requests: do not let Nagle hold them back.
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+
+    async fn connect(&self) -> Result<Conn, Fail> {
+        let tcp = self.tcp().await?;
+        let builder = http1::Builder::new();
+        match &self.target.tls {
+            None => {
+                let (sr, conn) = builder
+                    .handshake(TokioIo::new(tcp))
+                    .await
+                    .map_err(Fail::Http)?;
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+                Ok(sr)
+            }
+            Some((connector, name)) => {
+                let tls = connector
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(Fail::Tls)?;
+                let (sr, conn) = builder
+                    .handshake(TokioIo::new(tls))
+                    .await
+                    .map_err(Fail::Http)?;
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+                Ok(sr)
+            }
+        }
+    }
+
+    async fn get_inner(&self) -> Result<Response, Fail> {
+        let reused = match self.mode {
+            ConnMode::KeepAlive => self.take_idle().await,
+            ConnMode::Close => None,
+        };
+        let (mut conn, was_reused) = match reused {
+            Some(c) => (c, true),
+            None => (self.connect().await?, false),
+        };
+        let resp = match conn.send_request(self.request()).await {
+            Ok(r) => r,
+            // The server closed an idle connection before the request went out: the request
+            // was not sent, so it is retried once on a fresh connection.
+            Err(e) if was_reused && e.is_canceled() => {
+                conn = self.connect().await?;
+                conn.send_request(self.request())
+                    .await
+                    .map_err(Fail::Http)?
+            }
+            Err(e) => return Err(Fail::Http(e)),
+        };
         let status = resp.status().as_u16();
-        let revision = resp.headers().get(&self.revision_header).cloned();
-        let replica = resp.headers().get(&self.replica_header).cloned();
+        let headers = resp.headers();
+        let revision = headers.get(&self.revision_header).cloned();
+        let replica = headers.get(&self.replica_header).cloned();
+        let server_closes = headers
+            .get(CONNECTION)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
         // Read the body to the end: the response is only complete (and the connection reusable)
         // then, and a reset mid-body is an error like any other.
         let mut body = resp.into_body();
         while let Some(frame) = body.frame().await {
-            frame?;
+            frame.map_err(Fail::Http)?;
+        }
+        if self.mode == ConnMode::KeepAlive && !server_closes {
+            self.put_idle(conn);
         }
         Ok(Response {
             status: Some(status),
@@ -124,8 +357,6 @@ impl HttpClient {
         })
     }
 }
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The error chain as one line.
 fn chain(e: &(dyn std::error::Error + 'static)) -> String {
@@ -142,30 +373,19 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
-/// Classifies a failed request: `connect`, `reset`, `timeout`, `dns`, `protocol` or `other`.
+/// Classifies a failed exchange on an established connection: `reset`, `timeout`, `protocol`
+/// or `other`.
 pub fn classify(e: &(dyn std::error::Error + 'static)) -> &'static str {
-    let mut connect = false;
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(x) = cur {
-        if x.downcast_ref::<hyper_util::client::legacy::Error>()
-            .is_some_and(|le| le.is_connect())
-        {
-            connect = true;
-        }
         if let Some(io) = x.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind::*;
             match io.kind() {
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => {
-                    return if connect { "connect" } else { "reset" };
-                }
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => return "reset",
                 TimedOut => return "timeout",
                 ConnectionRefused | AddrNotAvailable | NotConnected | HostUnreachable
                 | NetworkUnreachable => return "connect",
                 _ => {}
-            }
-            let msg = io.to_string();
-            if msg.contains("failed to lookup") || msg.contains("resolve") {
-                return "dns";
             }
         }
         if let Some(he) = x.downcast_ref::<hyper::Error>() {
@@ -181,7 +401,7 @@ pub fn classify(e: &(dyn std::error::Error + 'static)) -> &'static str {
         }
         cur = x.source();
     }
-    if connect { "connect" } else { "other" }
+    "other"
 }
 
 /// The error class of a response whose status is not ok: `http_5xx`, `http_4xx`, ...

@@ -1,6 +1,8 @@
 //! Configuration: the clap [`Args`] (flags and the original lab's env names) and the validated
 //! [`Config`] the run uses.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
@@ -8,7 +10,9 @@ use hyper::Uri;
 use labkit::config::parse_duration;
 use serde::Serialize;
 
+use crate::client::Target;
 use crate::profile::Profile;
+use crate::tls::{DEFAULT_CA_FILE, TlsError};
 
 /// The longest run we accept: the run always ends by itself.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
@@ -45,7 +49,8 @@ pub enum LogRequests {
 #[derive(Parser, Debug, Clone)]
 #[command(name = "loadgen", version, about, long_about = None)]
 pub struct Args {
-    /// Target URL (http://host:port/path?query).
+    /// Target URL: http://host[:port]/path?query or https://... (TLS, see --ca-file and
+    /// --insecure), e.g. a Container Apps ingress https://<app>.<env>.azurecontainerapps.io/.
     #[arg(long, env = "SUBJECT_URL")]
     pub url: String,
     /// Requests per second (open model).
@@ -103,6 +108,13 @@ pub struct Args {
     /// On SIGTERM/SIGINT, how long to wait for in-flight requests.
     #[arg(long, env = "GRACE", default_value = DEFAULT_GRACE, value_parser = parse_duration)]
     pub grace: Duration,
+    /// https targets: PEM bundle of the trusted CA certificates.
+    #[arg(long, env = "SSL_CERT_FILE", default_value = DEFAULT_CA_FILE)]
+    pub ca_file: PathBuf,
+    /// https targets: accept any server certificate (self-signed lab targets). The traffic is
+    /// still encrypted but the server is not authenticated.
+    #[arg(long, env = "TLS_INSECURE")]
+    pub insecure: bool,
     /// Runtime threads: 1 is a current-thread runtime (cheapest per request).
     #[arg(long, env = "THREADS", default_value_t = 1)]
     pub threads: usize,
@@ -131,6 +143,10 @@ pub enum ConfigError {
     Header(String),
     #[error("{0}")]
     Conflict(&'static str),
+    #[error(transparent)]
+    Tls(TlsError),
+    #[error("{0}")]
+    Target(String),
 }
 
 /// Open or closed workload model of one scenario.
@@ -145,6 +161,8 @@ pub enum Model {
 pub struct ScenarioConfig {
     pub name: String,
     pub uri: Uri,
+    /// The validated URL with what each request needs (Host header, TLS connector).
+    pub target: Arc<Target>,
     pub model: Model,
     pub timeout: Duration,
     pub connection: ConnMode,
@@ -202,18 +220,11 @@ fn parse_uri(s: &str) -> Result<Uri, ConfigError> {
         .parse()
         .map_err(|e: hyper::http::uri::InvalidUri| ConfigError::Url(s.into(), e.to_string()))?;
     match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(ConfigError::Url(
-                s.into(),
-                "https is not supported yet; use http:// (e.g. the app's internal or local ingress)"
-                    .into(),
-            ));
-        }
+        Some("http" | "https") => {}
         _ => {
             return Err(ConfigError::Url(
                 s.into(),
-                "expected http://host[:port]/path".into(),
+                "expected http://host[:port]/path or https://host[:port]/path".into(),
             ));
         }
     }
@@ -359,6 +370,19 @@ impl Args {
         check_rate(self.rate)?;
         check_rate(self.start_rate)?;
         let uri = parse_uri(&self.url)?;
+        // Side streams share the main URL's scheme and host, so one TLS configuration serves all.
+        let tls = match uri.scheme_str() {
+            Some("https") => Some(
+                crate::tls::client_config(&self.ca_file, self.insecure)
+                    .map_err(ConfigError::Tls)?,
+            ),
+            _ => None,
+        };
+        let target = |u: &Uri| {
+            Target::new(u, tls.as_ref())
+                .map(Arc::new)
+                .map_err(|e| ConfigError::Target(e.to_string()))
+        };
         let secs = self.duration.as_secs_f64();
         let open = |p: Profile| Model::Open(p);
         let model = match (&self.workers, &self.stages, self.staircase.is_empty()) {
@@ -402,6 +426,7 @@ impl Args {
         let mut scenarios = vec![ScenarioConfig {
             name: "main".into(),
             uri: uri.clone(),
+            target: target(&uri)?,
             model,
             timeout: self.timeout,
             connection: self.connection,
@@ -427,6 +452,7 @@ impl Args {
             }
             scenarios.push(ScenarioConfig {
                 name: side.name,
+                target: target(&side_uri)?,
                 uri: side_uri,
                 model: Model::Open(Profile::constant(side.rate, secs)),
                 timeout,
@@ -460,6 +486,8 @@ impl Args {
             "pause_s": self.pause.as_secs_f64(),
             "grace_s": self.grace.as_secs_f64(),
             "threads": self.threads,
+            "ca_file": self.ca_file,
+            "insecure": self.insecure,
         });
         Ok(Config {
             run_id: self.run_id,

@@ -19,6 +19,7 @@ pub mod client;
 pub mod config;
 pub mod profile;
 pub mod stats;
+pub mod tls;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -196,7 +197,7 @@ pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -
         .map(|(idx, sc)| {
             let client = matches!(sc.model, Model::Open(_)).then(|| {
                 HttpClient::new(
-                    sc.uri.clone(),
+                    sc.target.clone(),
                     sc.connection,
                     sc.timeout,
                     sc.max_in_flight,
@@ -242,7 +243,7 @@ pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -
             Model::Closed { workers, think } => {
                 for _ in 0..*workers {
                     let client = HttpClient::new(
-                        s.cfg.uri.clone(),
+                        s.cfg.target.clone(),
                         s.cfg.connection,
                         s.cfg.timeout,
                         1,

@@ -74,7 +74,7 @@ async fn handle(
     st: Arc<State>,
     req: Request<hyper::body::Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    st.requests.fetch_add(1, Ordering::SeqCst);
+    let n = st.requests.fetch_add(1, Ordering::SeqCst);
     let stall = *st.stall_until.lock().unwrap();
     if let Some(t) = stall.filter(|t| Instant::now() < *t) {
         tokio::time::sleep_until(t).await;
@@ -83,6 +83,10 @@ async fn handle(
     let slow_ms = req.uri().query().and_then(|q| q.strip_prefix("ms="));
     if let (true, Some(ms)) = (req.uri().path() == "/slow", slow_ms) {
         delay += ms.parse::<u64>().unwrap();
+    }
+    // `/jitter`: 0 to 18 ms, varying from request to request.
+    if req.uri().path() == "/jitter" {
+        delay += (n % 7) * 3;
     }
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -646,4 +650,35 @@ async fn errors_are_classified_reset_timeout_and_http_5xx_without_ending_the_run
     ])
     .await;
     assert_eq!(summary(&lines, "main").ok, 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_never_holds_more_connections_than_max_in_flight() {
+    let srv = Server::start().await;
+    // Responses of varying length keep the pool busy: requests finish and start out of order,
+    // some due while every connection is taken (dropped), some while one is just coming back.
+    let url = srv.url("/jitter");
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "400",
+        "--duration",
+        "2s",
+        "--bucket",
+        "1s",
+        "--max-in-flight",
+        "4",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert_eq!(s.count + s.dropped, 800, "every arrival is sent or dropped");
+    assert!(s.dropped > 0, "the cap was reached: {s:?}");
+    assert_eq!(s.err, 0, "{:?}", s.errors);
+    let conns = srv.state.conns.load(Ordering::SeqCst);
+    assert!(
+        (1..=4).contains(&conns),
+        "{conns} connections accepted for {} requests with --max-in-flight 4",
+        s.count
+    );
 }

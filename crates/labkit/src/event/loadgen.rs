@@ -75,7 +75,8 @@ pub struct Bucket {
     /// Responses by HTTP status code (`"200"`, `"503"`).
     #[serde(default)]
     pub status: BTreeMap<String, u64>,
-    /// Failed requests by error class (`timeout`, `connect`, `reset`, `http_5xx`, ...).
+    /// Failed requests by error class (`timeout`, `connect`, `tls`, `reset`, `dns`, `protocol`,
+    /// `http_5xx`, ...).
     #[serde(default)]
     pub errors: BTreeMap<String, u64>,
     /// Responses by the revision that served them (`X-Revision`), `unknown` when not attributed.
@@ -109,7 +110,8 @@ pub struct Req {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_dur_ms: Option<f64>,
     pub ok: bool,
-    /// Error class (`timeout`, `connect`, `reset`, `http_5xx`, ...) of a failed request.
+    /// Error class (`timeout`, `connect`, `tls`, `reset`, `dns`, `protocol`, `http_5xx`, ...) of a
+    /// failed request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub err_class: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
