@@ -171,6 +171,21 @@ impl Localplane {
         self.docker.as_ref().map(|d| d.engine_version.clone())
     }
 
+    /// Docker runtime: the bridge network its containers run on (`probelab-lp-<owner>`); a
+    /// container attached to it reaches the ARM API at [`Localplane::container_arm_endpoint`].
+    pub fn docker_network(&self) -> Option<&str> {
+        self.docker.as_ref().map(|d| d.network.as_str())
+    }
+
+    /// The `ARM_ENDPOINT` containers use: `http://<gateway>:<port>` on Docker (the API is
+    /// served on the network's gateway IP too), [`Localplane::base_url`] on the process runtime.
+    pub fn container_arm_endpoint(&self) -> String {
+        self.plane
+            .ctx
+            .runtime
+            .arm_endpoint_for_containers(&self.plane.ctx.base_url)
+    }
+
     /// Tells every controller and supervisor to stop (no new containers are started) without
     /// waiting; for drop guards that cannot `.await` [`Localplane::shutdown`].
     pub fn begin_shutdown(&self) {
