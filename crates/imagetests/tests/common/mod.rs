@@ -1,6 +1,8 @@
 //! Helpers shared by the image tests.
 #![allow(dead_code)]
 
+pub mod plane;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
