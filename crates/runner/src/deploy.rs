@@ -41,6 +41,9 @@ pub fn check_docker_images(images: &[String]) -> Result<(), RunError> {
                 String::from_utf8_lossy(&o.stderr).trim()
             )));
         }
+        // No CLI (the probelab/lab image): labctl has checked the images through the socket,
+        // and localplane's own launch check names scripts/build-images.sh.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
             return Err(RunError::Prerequisite(format!(
                 "Docker is not reachable (cannot run `docker`: {e}); install/start it, or use --runtime process"
