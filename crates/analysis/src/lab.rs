@@ -146,17 +146,17 @@ impl LabFile {
 
     /// Parses the text of a lab file with `[profiles.<profile>]` merged over it (`full`, or a
     /// profile the file does not define as `full`, is the file as written; any other undefined
-    /// profile is an error). Merging is the lab crate's: tables key by key, arrays of tables
-    /// with a `name` element by element on that name, every other value replaced.
+    /// profile is an error). The merge is `lab::profile::apply`, the one the runner uses: tables key
+    /// by key, arrays of tables with a `name` element by element on that name, every other value
+    /// replaced.
     pub fn parse_with_profile(text: &str, profile: Option<&str>) -> Result<LabFile, String> {
         let mut doc: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
-        let profiles = doc.remove("profiles");
         if let Some(name) = profile {
-            match profiles.as_ref().and_then(|p| p.get(name)) {
-                Some(toml::Value::Table(overlay)) => merge_tables(&mut doc, overlay),
-                _ if name == "full" => {}
-                _ => return Err(format!("profile {name:?} is not defined in the lab file")),
-            }
+            doc = lab::profile::apply(doc, name).map_err(|defined| {
+                format!("profile {name:?} is not defined in the lab file (defined: {defined})")
+            })?;
+        } else {
+            doc.remove("profiles");
         }
         toml::Value::Table(doc)
             .try_into()
@@ -214,40 +214,6 @@ pub fn default_phase(run_id: &str) -> &'static str {
 
 /// The file of an evidence pack that names the profile the lab ran with.
 pub const PROFILE_FILE: &str = "profile";
-
-/// Deep-merges `overlay` into `base` as the lab crate's profiles do (analysis does not depend on
-/// `lab`; `crates/lab/src/profile.rs` is the reference and its tests pin the rules).
-fn merge_tables(base: &mut toml::Table, overlay: &toml::Table) {
-    use toml::Value;
-    let name_of = |v: &Value| -> Option<String> {
-        v.as_table()
-            .and_then(|t| t.get("name"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let named = |a: &[Value]| !a.is_empty() && a.iter().all(|v| name_of(v).is_some());
-    for (key, over) in overlay {
-        match (base.get_mut(key), over) {
-            (Some(Value::Table(b)), Value::Table(o)) => merge_tables(b, o),
-            (Some(Value::Array(b)), Value::Array(o)) if named(b) && named(o) => {
-                for item in o {
-                    let n = name_of(item);
-                    match b.iter_mut().find(|x| name_of(x) == n) {
-                        Some(Value::Table(bt)) => {
-                            if let Value::Table(ot) = item {
-                                merge_tables(bt, ot);
-                            }
-                        }
-                        _ => b.push(item.clone()),
-                    }
-                }
-            }
-            _ => {
-                base.insert(key.clone(), over.clone());
-            }
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
