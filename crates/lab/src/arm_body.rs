@@ -21,6 +21,19 @@ pub struct Placement<'a> {
     pub simulate_token: Option<&'a str>,
     /// Extra tags (e.g. `lab`, `run`).
     pub tags: &'a [(&'a str, &'a str)],
+    /// The private registry the image is pulled from, with the user-assigned identity that has
+    /// `AcrPull` on it (Azure). `None` for images the platform can pull without credentials
+    /// (localplane, which never pulls).
+    pub registry: Option<Registry<'a>>,
+}
+
+/// A registry the app pulls from with a user-assigned managed identity (never a password).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Registry<'a> {
+    /// The login server, e.g. `myacr.azurecr.io`.
+    pub server: &'a str,
+    /// The resource id of the user-assigned identity with `AcrPull` on the registry.
+    pub identity: &'a str,
 }
 
 /// The PUT body for `app`.
@@ -45,6 +58,12 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> Value {
         );
         env.retain(|e| e["name"] != "SIMULATE_TOKEN");
         env.push(json!({ "name": "SIMULATE_TOKEN", "secretRef": SIMULATE_TOKEN_SECRET }));
+    }
+    if let Some(r) = at.registry {
+        configuration.insert(
+            "registries".into(),
+            json!([{ "server": r.server, "identity": r.identity }]),
+        );
     }
     let mut template = json!({
         "containers": [{
@@ -75,7 +94,7 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> Value {
             l.to_string().into(),
         );
     }
-    json!({
+    let mut body = json!({
         "location": at.location,
         "tags": tags,
         "properties": {
@@ -83,7 +102,15 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> Value {
             "configuration": configuration,
             "template": template,
         }
-    })
+    });
+    if let Some(r) = at.registry {
+        // The registry entry names the identity; the app must also be assigned it.
+        body["identity"] = json!({
+            "type": "UserAssigned",
+            "userAssignedIdentities": { r.identity: {} },
+        });
+    }
+    body
 }
 
 fn probe(p: &Probe) -> Value {
@@ -158,6 +185,7 @@ mod tests {
             environment_id: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.App/managedEnvironments/env",
             simulate_token: None,
             tags: &[("lab", "startup-degraded")],
+            registry: None,
         };
         let body = container_app(&app(), &at);
         let t = &body["properties"]["template"];
@@ -183,6 +211,45 @@ mod tests {
         assert_eq!(body["tags"]["localplane.revisionReady"], "allReplicas");
         assert_eq!(body["tags"]["localplane.drainDelaySeconds"], "15");
         assert_eq!(body["tags"]["lab"], "startup-degraded");
+        // No registry: nothing about pulling, no identity (what localplane gets).
+        assert!(cfg.get("registries").is_none());
+        assert!(body.get("identity").is_none());
+    }
+
+    #[test]
+    fn an_app_on_azure_pulls_from_the_registry_with_the_pull_identity() {
+        let pull = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/probelab-pull";
+        let mut a = app();
+        a.image = "probelabacr1.azurecr.io/probelab/subject:dev".into();
+        let at = Placement {
+            location: "swedencentral",
+            environment_id: "e",
+            simulate_token: None,
+            tags: &[],
+            registry: Some(Registry {
+                server: "probelabacr1.azurecr.io",
+                identity: pull,
+            }),
+        };
+        let body = container_app(&a, &at);
+        assert_eq!(
+            body["properties"]["configuration"]["registries"],
+            json!([{ "server": "probelabacr1.azurecr.io", "identity": pull }])
+        );
+        assert_eq!(body["identity"]["type"], "UserAssigned");
+        assert_eq!(
+            body["identity"]["userAssignedIdentities"],
+            json!({ pull: {} }),
+            "the app is assigned exactly the pull identity"
+        );
+        // Never a password: the registry entry has no username or passwordSecretRef.
+        let reg = &body["properties"]["configuration"]["registries"][0];
+        assert!(reg.get("username").is_none() && reg.get("passwordSecretRef").is_none());
+        // The rest of the body is unchanged by the registry.
+        assert_eq!(
+            body["properties"]["configuration"]["ingress"]["targetPort"],
+            8080
+        );
     }
 
     #[test]
@@ -194,6 +261,7 @@ mod tests {
             environment_id: "e",
             simulate_token: Some("s3cret"),
             tags: &[],
+            registry: None,
         };
         let body = container_app(&a, &at);
         let env = body["properties"]["template"]["containers"][0]["env"]

@@ -140,6 +140,7 @@ pub async fn apps(
             environment_id: &env_id,
             simulate_token,
             tags: &[("lab", lab_name), ("managedBy", "probelab")],
+            registry: t.registry.as_ref().map(|r| r.placement()),
         };
         let body = container_app(&a, &placement);
         t.send(

@@ -27,8 +27,18 @@ pub const DEFAULT_BASE_NAME: &str = "probelab";
 /// [`Target::azure`] reads. `PROBELAB_AZURE_STATE` names another file.
 pub const AZURE_STATE_FILE: &str = ".probelab/azure.json";
 
+/// The deployment outputs a state file's `outputs` holds that [`Target::azure`] reads, with the
+/// variable each one fills when the file has no top-level value for it (state files written
+/// before `labctl deploy` recorded them at the top level).
+const OUTPUT_VARS: [(&str, &str); 2] = [
+    ("registryLoginServer", "PROBELAB_REGISTRY_SERVER"),
+    ("pullIdentityId", "PROBELAB_PULL_IDENTITY_ID"),
+];
+
 /// Reads a `labctl deploy` state file: its upper-case top-level string values (`SUBSCRIPTION_ID`,
-/// `RESOURCE_GROUP`, `LOG_ANALYTICS_WORKSPACE_ID`, ...). Other keys (the raw outputs) are skipped.
+/// `RESOURCE_GROUP`, `LOG_ANALYTICS_WORKSPACE_ID`, ...), plus `PROBELAB_REGISTRY_SERVER` and
+/// `PROBELAB_PULL_IDENTITY_ID` from the outputs `registryLoginServer` and `pullIdentityId` when
+/// the top level lacks them. Other keys (the rest of the raw outputs) are skipped.
 pub fn read_azure_state(path: &Path) -> Result<BTreeMap<String, String>, RunError> {
     let text = std::fs::read_to_string(path).map_err(|e| RunError::io(path, e))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| {
@@ -40,11 +50,41 @@ pub fn read_azure_state(path: &Path) -> Result<BTreeMap<String, String>, RunErro
     let obj = v
         .as_object()
         .ok_or_else(|| RunError::Config(format!("{} is not a JSON object", path.display())))?;
-    Ok(obj
+    let mut vars: BTreeMap<String, String> = obj
         .iter()
         .filter(|(k, _)| k.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
         .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
-        .collect())
+        .collect();
+    for (output, var) in OUTPUT_VARS {
+        if let Some(v) = obj
+            .get("outputs")
+            .and_then(|o| o.get(output))
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+        {
+            vars.entry(var.to_owned()).or_insert_with(|| v.to_owned());
+        }
+    }
+    Ok(vars)
+}
+
+/// The private registry apps pull from on Azure, and the user-assigned identity with `AcrPull`
+/// on it (infra/main.bicep's `registryLoginServer` and `pullIdentityId` outputs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryAccess {
+    pub server: String,
+    /// Resource id of the pull identity.
+    pub identity: String,
+}
+
+impl RegistryAccess {
+    /// As the ARM body of an app carries it.
+    pub fn placement(&self) -> lab::arm_body::Registry<'_> {
+        lab::arm_body::Registry {
+            server: &self.server,
+            identity: &self.identity,
+        }
+    }
 }
 
 /// How a job inside the environment reaches an app's ingress.
@@ -71,6 +111,9 @@ pub struct Target {
     pub host_scheme: &'static str,
     /// Replaces the `probelab/` prefix of images (Azure: `<registry>/probelab/`).
     pub image_prefix: Option<String>,
+    /// The registry the apps pull from with the pull identity (Azure; `None` locally, where
+    /// nothing is pulled).
+    pub registry: Option<RegistryAccess>,
 }
 
 /// Names of the resources, from `PROBELAB_BASE_NAME` [probelab].
@@ -101,12 +144,15 @@ impl Target {
             addressing,
             host_scheme: "http",
             image_prefix: None,
+            registry: None,
         })
     }
 
     /// Azure, from `SUBSCRIPTION_ID`, `RESOURCE_GROUP`, and optionally `ARM_ENDPOINT`,
     /// `ARM_TOKEN_SOURCE` [auto: the operator's Azure CLI login on a workstation],
-    /// `PROBELAB_BASE_NAME` [probelab] and `PROBELAB_IMAGE_PREFIX` (e.g. `myacr.azurecr.io/probelab/`).
+    /// `PROBELAB_BASE_NAME` [probelab], `PROBELAB_IMAGE_PREFIX` (e.g. `myacr.azurecr.io/probelab/`)
+    /// and `PROBELAB_REGISTRY_SERVER` with `PROBELAB_PULL_IDENTITY_ID` (both or neither: the apps
+    /// then pull from that registry with that identity).
     pub fn azure(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Target, RunError> {
         let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
         let need = |k: &str| {
@@ -130,6 +176,21 @@ impl Target {
         let arm = ArmClient::new(ClientConfig::new(endpoint), token)?;
         let base = get("PROBELAB_BASE_NAME").unwrap_or_else(|| DEFAULT_BASE_NAME.into());
         let (env_name, loadgen_job, sampler_job) = names(&base);
+        let registry = match (
+            get("PROBELAB_REGISTRY_SERVER"),
+            get("PROBELAB_PULL_IDENTITY_ID"),
+        ) {
+            (Some(server), Some(identity)) => Some(RegistryAccess { server, identity }),
+            (None, None) => None,
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(RunError::Config(
+                    "PROBELAB_REGISTRY_SERVER and PROBELAB_PULL_IDENTITY_ID go together (the \
+                     apps pull from the registry with the identity that has AcrPull on it); \
+                     set both, or run `labctl deploy` again to record them"
+                        .into(),
+                ));
+            }
+        };
         Ok(Target {
             kind: "azure",
             arm,
@@ -140,6 +201,7 @@ impl Target {
             addressing: Addressing::ByName,
             host_scheme: "https",
             image_prefix: get("PROBELAB_IMAGE_PREFIX"),
+            registry,
         })
     }
 
@@ -274,6 +336,129 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(missing.contains("nope.json"), "{missing}");
+    }
+
+    #[test]
+    fn the_registry_and_pull_identity_come_from_the_state_file_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("azure.json");
+        let pull = "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/probelab-pull";
+        std::fs::write(
+            &path,
+            serde_json::json!({
+                "SUBSCRIPTION_ID": "sub", "RESOURCE_GROUP": "rg",
+                "outputs": {"registryLoginServer": "acr1.azurecr.io", "pullIdentityId": pull},
+            })
+            .to_string(),
+        )
+        .unwrap();
+        let state = read_azure_state(&path).unwrap();
+        assert_eq!(state["PROBELAB_REGISTRY_SERVER"], "acr1.azurecr.io");
+        assert_eq!(state["PROBELAB_PULL_IDENTITY_ID"], pull);
+        let t = Target::azure(&|k| state.get(k).cloned()).unwrap();
+        assert_eq!(
+            t.registry,
+            Some(RegistryAccess {
+                server: "acr1.azurecr.io".into(),
+                identity: pull.into()
+            })
+        );
+        // The environment (here: a top-level value) wins over the outputs.
+        std::fs::write(
+            &path,
+            serde_json::json!({
+                "PROBELAB_REGISTRY_SERVER": "other.azurecr.io",
+                "outputs": {"registryLoginServer": "acr1.azurecr.io"},
+            })
+            .to_string(),
+        )
+        .unwrap();
+        assert_eq!(
+            read_azure_state(&path).unwrap()["PROBELAB_REGISTRY_SERVER"],
+            "other.azurecr.io"
+        );
+        // One without the other is a configuration error, not a silent public pull.
+        let err = Target::azure(&|k| match k {
+            "SUBSCRIPTION_ID" | "RESOURCE_GROUP" => Some("x".into()),
+            "PROBELAB_REGISTRY_SERVER" => Some("acr1.azurecr.io".into()),
+            _ => None,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("PROBELAB_PULL_IDENTITY_ID"), "{err}");
+        // Locally nothing is pulled.
+        let local = Target::local("http://127.0.0.1:9", Addressing::ByName).unwrap();
+        assert!(local.registry.is_none());
+    }
+
+    /// The Azure code path against localplane: an app body carrying `registries` and a
+    /// user-assigned `identity` is accepted (201), its registries kept, and it gets a revision.
+    #[tokio::test]
+    async fn localplane_accepts_an_app_that_pulls_with_an_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let lp = localplane::start(localplane::LocalplaneConfig {
+            listen: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
+            state_dir: dir.path().join("state"),
+            evidence_dir: dir.path().join("evidence"),
+            runtime: localplane::RuntimeKind::Process {
+                bin_dir: dir.path().join("no-binaries"),
+            },
+        })
+        .await
+        .unwrap();
+        let base = lp.base_url();
+        let pull = "/subscriptions/11111111-2222-3333-4444-555555555555/resourceGroups/probelab-rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/probelab-pull";
+        let t = Target::azure(&|k| match k {
+            "SUBSCRIPTION_ID" => Some("11111111-2222-3333-4444-555555555555".into()),
+            "RESOURCE_GROUP" => Some("probelab-rg".into()),
+            "ARM_ENDPOINT" => Some(base.clone()),
+            "PROBELAB_REGISTRY_SERVER" => Some("acr1.azurecr.io".into()),
+            "PROBELAB_PULL_IDENTITY_ID" => Some(pull.into()),
+            _ => None,
+        })
+        .unwrap();
+        crate::deploy::local_infrastructure(&t, Duration::from_secs(600))
+            .await
+            .unwrap();
+        let app: lab::schema::App = serde_json::from_value(serde_json::json!({
+            "name": "subject", "image": "probelab/subject:dev",
+            "ingress": {"external": true, "target_port": 8080},
+        }))
+        .unwrap();
+        let env_id = t.environment_id();
+        let body = lab::arm_body::container_app(
+            &app,
+            &lab::arm_body::Placement {
+                location: "local",
+                environment_id: &env_id,
+                simulate_token: None,
+                tags: &[],
+                registry: t.registry.as_ref().map(|r| r.placement()),
+            },
+        );
+        let path = t.resource_path("containerApps", "subject");
+        // Accepted (201): no waiting for the operation, as the revision can never get ready
+        // without binaries.
+        let put = t
+            .arm
+            .send("put_app", Method::PUT, t.url(&path).unwrap(), Some(&body))
+            .await
+            .unwrap();
+        assert_eq!(put.status, 201);
+        let got = t.get("get_app", &path).await.unwrap();
+        assert_eq!(
+            got["properties"]["configuration"]["registries"][0]["identity"],
+            pull
+        );
+        // localplane accepts the app's `identity` and does not keep it (docs/FIDELITY.md).
+        let a = t.arm.get_app(&t.scope, "subject").await.unwrap();
+        assert!(
+            a.properties
+                .latest_revision_name
+                .is_some_and(|r| !r.is_empty()),
+            "a revision was created"
+        );
+        lp.shutdown().await.unwrap();
     }
 
     #[test]
