@@ -7,6 +7,10 @@
 // identities (pull: AcrPull on the registry; sampler: Reader on this resource group only) and the
 // three jobs (loadgen, perturbation-sampler, audit).
 //
+// Deployed in two passes by labctl deploy: deployJobs=false first (everything but the jobs), then
+// the images are pushed to the registry, then deployJobs=true. A job created before its image is
+// in the registry fails to pull (the audit cron job would start within five minutes).
+//
 // What is NOT here: the subject apps. labctl creates each lab's apps through ARM from the lab
 // file, the same code path as the local emulator, so a lab can change probes and env without
 // touching this template. No identity in the environment can change apps: writes are the
@@ -35,6 +39,9 @@ param expiresAt string
 
 @description('Lab label written to the lab tag.')
 param labName string = 'probelab'
+
+@description('Deploy the three jobs. labctl deploy passes false on its first pass (the registry does not hold the images yet) and true on its second, after pushing them.')
+param deployJobs bool = true
 
 @description('Audit job: seconds between samples.')
 param auditIntervalSeconds int = 30
@@ -165,7 +172,7 @@ var samplerEnvCommon = [
   { name: 'AZURE_CLIENT_ID', value: samplerIdentity.properties.clientId }
 ]
 
-module loadgenJob 'modules/job.bicep' = {
+module loadgenJob 'modules/job.bicep' = if (deployJobs) {
   name: 'job-loadgen'
   dependsOn: [acrPull]
   params: {
@@ -193,7 +200,7 @@ module loadgenJob 'modules/job.bicep' = {
   }
 }
 
-module samplerJob 'modules/job.bicep' = {
+module samplerJob 'modules/job.bicep' = if (deployJobs) {
   name: 'job-perturbation-sampler'
   dependsOn: [acrPull, samplerReader]
   params: {
@@ -216,7 +223,7 @@ module samplerJob 'modules/job.bicep' = {
   }
 }
 
-module auditJob 'modules/job.bicep' = {
+module auditJob 'modules/job.bicep' = if (deployJobs) {
   name: 'job-audit'
   dependsOn: [acrPull, samplerReader]
   params: {
@@ -242,9 +249,10 @@ module auditJob 'modules/job.bicep' = {
 
 output environmentId string = environment.id
 output environmentName string = environment.name
-output loadgenJobName string = loadgenJob.outputs.name
-output samplerJobName string = samplerJob.outputs.name
-output auditJobName string = auditJob.outputs.name
+// Empty on the first pass: a conditional module's outputs may only be read when it is deployed.
+output loadgenJobName string = deployJobs ? loadgenJob.outputs.name : ''
+output samplerJobName string = deployJobs ? samplerJob.outputs.name : ''
+output auditJobName string = deployJobs ? auditJob.outputs.name : ''
 output pullIdentityId string = pullIdentity.id
 output pullIdentityClientId string = pullIdentity.properties.clientId
 output samplerIdentityClientId string = samplerIdentity.properties.clientId

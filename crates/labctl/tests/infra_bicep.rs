@@ -108,11 +108,14 @@ fn reads(bin: &str) -> Reads {
     Reads { env, required }
 }
 
-/// The text of `module <id> 'modules/job.bicep' = { ... }` (up to the closing `}` line).
+/// The text of `module <id> 'modules/job.bicep' = if (deployJobs) { ... }` (up to the closing
+/// `}` line). Every job module is guarded by `deployJobs` (labctl deploy's two passes).
 fn module_block<'a>(bicep: &'a str, id: &str) -> &'a str {
     let start = bicep
-        .find(&format!("module {id} 'modules/job.bicep' = {{"))
-        .unwrap_or_else(|| panic!("no module {id} in main.bicep"));
+        .find(&format!(
+            "module {id} 'modules/job.bicep' = if (deployJobs) {{"
+        ))
+        .unwrap_or_else(|| panic!("no module {id} guarded by `if (deployJobs)` in main.bicep"));
     let end = bicep[start..].find("\n}\n").unwrap();
     &bicep[start..start + end]
 }
@@ -214,6 +217,7 @@ fn names_match_the_defaults_of_labctl_and_the_runner() {
             "zoneRedundant",
             "expiresAt",
             "registryName",
+            "deployJobs",
         ]
         .map(String::from),
     );
@@ -397,4 +401,34 @@ fn the_audit_window_ends_before_its_replica_timeout() {
             "{m}"
         );
     }
+}
+
+#[test]
+fn jobs_are_deployed_only_on_the_second_pass_and_their_outputs_are_conditional_safe() {
+    let bicep = read("infra/main.bicep");
+    assert!(
+        bicep.contains("\nparam deployJobs bool = true\n"),
+        "deployJobs defaults to true (a plain `az deployment group create` deploys everything)"
+    );
+    // Every module (the jobs are the only modules) is guarded.
+    let modules: Vec<&str> = bicep.lines().filter(|l| l.starts_with("module ")).collect();
+    assert_eq!(modules.len(), JOBS.len(), "{modules:?}");
+    for m in &modules {
+        assert!(m.ends_with("= if (deployJobs) {"), "unguarded: {m}");
+    }
+    // Nothing but the guarded outputs reads a job module: a conditional module's outputs may be
+    // read only when it is deployed.
+    for (module, ..) in JOBS {
+        for line in bicep
+            .lines()
+            .filter(|l| l.contains(&format!("{module}.outputs")))
+        {
+            assert!(
+                line.starts_with("output ")
+                    && line.contains(&format!("= deployJobs ? {module}.outputs.")),
+                "{module}'s outputs read without the deployJobs guard: {line}"
+            );
+        }
+    }
+    // labctl deploy passes false then true: tests/deploy.rs checks the calls and their order.
 }

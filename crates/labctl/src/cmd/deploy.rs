@@ -1,22 +1,30 @@
 //! `labctl deploy` / `labctl destroy` / `labctl azure-env`: create probelab's Azure environment
-//! from infra/main.bicep, push the images, and remember where it is.
+//! from infra/main.bicep, build and push the images, and remember where it is.
 //!
 //! Everything goes through the operator's own tools, found on PATH: the Azure CLI (`az`, logged
 //! in) and Docker. The steps, in order:
 //!
 //! 1. `az account show` (the subscription; fails clearly when not logged in),
-//! 2. `docker image inspect probelab/<img>:<tag>` for every image (built by
-//!    scripts/build-images.sh),
+//! 2. `docker info` (a clear error when Docker is missing or its engine is down), then
+//!    `<workspace>/scripts/build-images.sh` (skipped with `--skip-build`) and `docker image
+//!    inspect probelab/<img>:<tag>` for each of the four Azure images,
 //! 3. `az group create`,
-//! 4. `az deployment group create -n probelab -g RG -f infra/main.bicep -p infra/main.parameters.json
-//!    -p baseName=.. imageTag=.. zoneRedundant=.. expiresAt=.. [registryName=..]`,
+//! 4. pass 1: `az deployment group create -n probelab -g RG -f infra/main.bicep -p
+//!    infra/main.parameters.json -p baseName=.. imageTag=.. zoneRedundant=.. expiresAt=..
+//!    [registryName=..] deployJobs=false`: registry, identities, workspace, environment, no jobs,
 //! 5. `az deployment group show -n probelab -g RG --query properties.outputs`,
 //! 6. `az acr login -n <registry>`, then `docker tag` + `docker push` of each image,
-//! 7. the state file (`.probelab/azure.json`).
+//! 7. pass 2: the same deployment with `deployJobs=true` (the jobs, whose images are now in the
+//!    registry, so the first audit execution can pull), and its outputs again,
+//! 8. the state file (`.probelab/azure.json`).
+//!
+//! The two passes exist because a job created before its image is in the registry fails to pull
+//! (the audit cron job starts within five minutes of being created).
 //!
 //! The state file's top-level keys are the environment variables `labctl lab run --target
 //! azure` reads (`SUBSCRIPTION_ID`, `RESOURCE_GROUP`, `LOG_ANALYTICS_WORKSPACE_ID`,
-//! `PROBELAB_BASE_NAME`, `PROBELAB_IMAGE_PREFIX`), plus the deployment's outputs under
+//! `PROBELAB_BASE_NAME`, `PROBELAB_IMAGE_PREFIX`, `PROBELAB_REGISTRY_SERVER`,
+//! `PROBELAB_PULL_IDENTITY_ID`), plus the deployment's outputs under
 //! `outputs`. `lab run --target azure` reads it (`runner::target::read_azure_state`) for every
 //! variable the environment does not set; `labctl azure-env` prints it as `export` lines
 //! (`eval "$(labctl azure-env)"`) for the other commands. No value in
@@ -24,6 +32,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -45,28 +54,38 @@ const AZ_INSTALL: &str = "the Azure CLI (`az`) is not on PATH; install it \
 
 #[derive(clap::Args, Debug)]
 #[command(
-    about = "Create probelab's Azure environment from infra/main.bicep and push the images",
-    long_about = "Create probelab's Azure environment from infra/main.bicep and push the images.\n\n\
-        Creates (or updates) the resource group, then deploys: a Log Analytics workspace, a VNet, \
-        a Container Apps environment (Consumption), a container registry (admin user disabled), \
-        a pull identity (AcrPull) and a sampler identity (Reader on the group), and the jobs \
-        <base>-loadgen, <base>-perturbation-sampler and <base>-audit (cron */5). The subject \
-        apps are not deployed: `labctl lab run --target azure` creates each lab's apps.\n\n\
-        Then it pushes probelab/{subject,loadgen,perturbation-sampler,audit}:<tag> (built by \
-        scripts/build-images.sh) to the registry and writes the outputs to .probelab/azure.json; \
-        `eval \"$(labctl azure-env)\"` exports them for `labctl lab run --target azure`.\n\n\
-        Needs: the Azure CLI logged in (`az login`), Docker, and the repository root as the \
-        working directory (or --infra).\n\n\
+    about = "Build the images, create probelab's Azure environment from infra/main.bicep, push",
+    long_about = "Build the images, create probelab's Azure environment from infra/main.bicep and \
+        push the images to its registry.\n\n\
+        1. Builds probelab/{subject,loadgen,perturbation-sampler,audit} with \
+        scripts/build-images.sh (static binaries, FROM scratch; --skip-build when you built \
+        already).\n\
+        2. Creates (or updates) the resource group and deploys, without the jobs: a Log Analytics \
+        workspace, a VNet, a Container Apps environment (Consumption), a container registry \
+        (admin user disabled), a pull identity (AcrPull) and a sampler identity (Reader on the \
+        group).\n\
+        3. Pushes the four images to the registry (az acr login, docker tag, docker push).\n\
+        4. Deploys again with the jobs <base>-loadgen, <base>-perturbation-sampler and \
+        <base>-audit (cron */5): their images are in the registry by now, so the first \
+        executions can pull.\n\
+        5. Writes the outputs to .probelab/azure.json; `eval \"$(labctl azure-env)\"` exports \
+        them for `labctl lab run --target azure`.\n\n\
+        The subject apps are not deployed here: `labctl lab run --target azure` creates each \
+        lab's apps, pulling from the registry with the pull identity.\n\n\
+        Needs: the Azure CLI logged in (`az login`), Docker with a running engine, and the \
+        repository (--workspace-dir, default the working directory).\n\n\
         Costs (list prices, late 2026; see infra/README.md): the registry (Basic) is about $5 a \
         month while it exists; Log Analytics a few dollars per GB ingested (a lab ingests well \
         under 1 GB); Container Apps Consumption bills per vCPU- and GiB-second while something \
         runs (a full rollout lab is about $0.50), plus the audit job every 5 minutes. Delete it \
         all with `labctl destroy --resource-group RG`.",
-    after_help = "Example:\n  scripts/build-images.sh\n  \
+    after_help = "Example:\n  \
         labctl deploy --resource-group probelab-rg --location swedencentral --expires-at 2026-12-31\n  \
         eval \"$(labctl azure-env)\"\n  \
         labctl lab run labs/startup-degraded.toml --target azure --profile quick\n  \
-        labctl destroy --resource-group probelab-rg"
+        labctl destroy --resource-group probelab-rg\n\n\
+        Images built already (scripts/build-images.sh tags :dev and :<git short sha>):\n  \
+        labctl deploy -g probelab-rg -l swedencentral --skip-build --image-tag 1a2b3c4"
 )]
 pub struct Args {
     /// The resource group to create (or reuse).
@@ -80,10 +99,20 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub registry: Option<String>,
     /// Prefix of every resource name (3-12 lower-case letters and digits).
-    #[arg(long, default_value = "probelab", value_name = "NAME")]
+    #[arg(
+        long,
+        env = "PROBELAB_BASE_NAME",
+        default_value = "probelab",
+        value_name = "NAME"
+    )]
     pub base_name: String,
     /// Tag of the local images to push (scripts/build-images.sh tags `dev` and the git short sha).
-    #[arg(long, default_value = "dev", value_name = "TAG")]
+    #[arg(
+        long,
+        env = "PROBELAB_IMAGE_TAG",
+        default_value = "dev",
+        value_name = "TAG"
+    )]
     pub image_tag: String,
     /// Turn zone redundancy off (regions without availability zones).
     #[arg(long)]
@@ -92,11 +121,17 @@ pub struct Args {
     #[arg(long, value_name = "DATE")]
     pub expires_at: Option<String>,
     /// Where to write the outputs.
-    #[arg(long, default_value = DEFAULT_STATE, value_name = "FILE")]
+    #[arg(long, env = "PROBELAB_AZURE_STATE", default_value = DEFAULT_STATE, value_name = "FILE")]
     pub state: PathBuf,
-    /// The directory holding main.bicep and main.parameters.json.
-    #[arg(long, default_value = "infra", value_name = "DIR")]
-    pub infra: PathBuf,
+    /// The probelab repository: scripts/build-images.sh and infra/ are found under it.
+    #[arg(long, env = "PROBELAB_ROOT", default_value = ".", value_name = "DIR")]
+    pub workspace_dir: PathBuf,
+    /// Do not run scripts/build-images.sh: push the images already tagged --image-tag.
+    #[arg(long, env = "PROBELAB_SKIP_BUILD")]
+    pub skip_build: bool,
+    /// The directory holding main.bicep and main.parameters.json [default: <workspace-dir>/infra].
+    #[arg(long, value_name = "DIR")]
+    pub infra: Option<PathBuf>,
     /// Do not ask (deploy never asks today; accepted for scripts).
     #[arg(long)]
     pub yes: bool,
@@ -125,7 +160,7 @@ pub struct DestroyArgs {
     about = "Print the deployed environment as shell `export` lines",
     long_about = "Print the state file written by `labctl deploy` as shell `export` lines: \
         SUBSCRIPTION_ID, RESOURCE_GROUP, LOG_ANALYTICS_WORKSPACE_ID, PROBELAB_BASE_NAME, \
-        PROBELAB_IMAGE_PREFIX (what `labctl lab run --target azure` reads).",
+        PROBELAB_IMAGE_PREFIX, PROBELAB_REGISTRY_SERVER, PROBELAB_PULL_IDENTITY_ID (what `labctl lab run --target azure` reads).",
     after_help = "Example:\n  eval \"$(labctl azure-env)\"\n  \
         labctl lab run labs/startup-degraded.toml --target azure"
 )]
@@ -214,13 +249,101 @@ fn default_expiry() -> String {
         .to_string()
 }
 
+/// `docker info`: Docker is installed and its engine answers, or a clear error saying which.
+fn check_docker() -> anyhow::Result<()> {
+    match run_tool("docker", &["info", "--format", "{{.ServerVersion}}"]) {
+        Ok(_) => Ok(()),
+        Err(e) if e.to_string().contains("is not on PATH") => Err(e),
+        Err(e) => Err(e.context(
+            "the Docker engine is unreachable (is the daemon running, and may this user use it?)",
+        )),
+    }
+}
+
+/// Runs scripts/build-images.sh with its output shown on our stderr (stdout stays clean).
+fn build_images(workspace: &Path) -> anyhow::Result<()> {
+    let script = workspace.join("scripts").join("build-images.sh");
+    if !script.is_file() {
+        bail!(
+            "{} not found: run labctl deploy from the probelab repository, pass --workspace-dir \
+             (PROBELAB_ROOT), or build the images yourself and pass --skip-build",
+            script.display()
+        );
+    }
+    let stderr = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("cannot pass stderr to scripts/build-images.sh")?;
+    let status = Command::new(&script)
+        .current_dir(workspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(stderr))
+        .status()
+        .with_context(|| format!("cannot run {}", script.display()))?;
+    if !status.success() {
+        bail!(
+            "{} failed ({status}); its output is above. Fix it, or build the images another way \
+             and pass --skip-build",
+            script.display()
+        );
+    }
+    Ok(())
+}
+
+/// One `az deployment group create` pass (`deployJobs` true or false), then its outputs.
+fn deploy_pass(a: &Args, fixed: &[String], jobs: bool) -> anyhow::Result<BTreeMap<String, String>> {
+    let p_jobs = format!("deployJobs={jobs}");
+    let mut args: Vec<&str> = vec![
+        "deployment",
+        "group",
+        "create",
+        "-n",
+        DEPLOYMENT_NAME,
+        "-g",
+        &a.resource_group,
+    ];
+    args.extend(fixed.iter().map(String::as_str));
+    args.extend([p_jobs.as_str(), "-o", "none"]);
+    run_tool("az", &args)?;
+    let out = run_tool(
+        "az",
+        &[
+            "deployment",
+            "group",
+            "show",
+            "-n",
+            DEPLOYMENT_NAME,
+            "-g",
+            &a.resource_group,
+            "--query",
+            "properties.outputs",
+            "-o",
+            "json",
+        ],
+    )?;
+    Ok(flatten_outputs(&json(&out, "`az deployment group show`")?))
+}
+
+fn output(outputs: &BTreeMap<String, String>, name: &str) -> anyhow::Result<String> {
+    outputs
+        .get(name)
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .with_context(|| format!("the deployment has no {name} output"))
+}
+
 pub fn run(a: Args) -> anyhow::Result<u8> {
-    let template = a.infra.join("main.bicep");
-    let params = a.infra.join("main.parameters.json");
+    let infra = a
+        .infra
+        .clone()
+        .unwrap_or_else(|| a.workspace_dir.join("infra"));
+    let template = infra.join("main.bicep");
+    let params = infra.join("main.parameters.json");
     for f in [&template, &params] {
         if !f.is_file() {
             bail!(
-                "{} not found: run labctl deploy from the repository root, or pass --infra DIR",
+                "{} not found: run labctl deploy from the repository root, or pass \
+                 --workspace-dir DIR (PROBELAB_ROOT) or --infra DIR",
                 f.display()
             );
         }
@@ -234,6 +357,14 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     let (sub, sub_name) = account()?;
     progress(&format!("subscription {sub_name} ({sub})"));
 
+    progress("checking Docker (docker info)");
+    check_docker()?;
+    if a.skip_build {
+        progress("--skip-build: using the images already built");
+    } else {
+        progress("building the images with scripts/build-images.sh (minutes on a cold cache)");
+        build_images(&a.workspace_dir)?;
+    }
     let local_images: Vec<String> = IMAGES
         .iter()
         .map(|i| format!("probelab/{i}:{}", a.image_tag))
@@ -246,8 +377,8 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     }
     if !missing.is_empty() {
         bail!(
-            "image(s) missing locally: {}; build them with scripts/build-images.sh \
-             (it tags :dev and :<git short sha>; pick one with --image-tag)",
+            "image(s) missing locally: {}; scripts/build-images.sh tags :dev and :<git short \
+             sha>: pick one with --image-tag, or drop --skip-build so labctl builds them",
             missing.join(", ")
         );
     }
@@ -273,70 +404,31 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         ],
     )?;
 
-    progress("deploying infra/main.bicep (a few minutes the first time)");
-    let template_s = template.display().to_string();
-    let params_s = format!("@{}", params.display());
-    let p_base = format!("baseName={}", a.base_name);
-    let p_tag = format!("imageTag={}", a.image_tag);
-    let p_zone = format!("zoneRedundant={}", !a.no_zone_redundancy);
-    let p_exp = format!("expiresAt={expires}");
-    let mut deploy_args: Vec<&str> = vec![
-        "deployment",
-        "group",
-        "create",
-        "-n",
-        DEPLOYMENT_NAME,
-        "-g",
-        &a.resource_group,
-        "-f",
-        &template_s,
-        "-p",
-        &params_s,
-        "-p",
-        &p_base,
-        &p_tag,
-        &p_zone,
-        &p_exp,
+    let mut fixed = vec![
+        "-f".to_owned(),
+        template.display().to_string(),
+        "-p".to_owned(),
+        format!("@{}", params.display()),
+        "-p".to_owned(),
+        format!("baseName={}", a.base_name),
+        format!("imageTag={}", a.image_tag),
+        format!("zoneRedundant={}", !a.no_zone_redundancy),
+        format!("expiresAt={expires}"),
     ];
-    let p_reg;
     if let Some(r) = &a.registry {
-        p_reg = format!("registryName={r}");
-        deploy_args.push(&p_reg);
+        fixed.push(format!("registryName={r}"));
     }
-    deploy_args.extend(["-o", "none"]);
-    run_tool("az", &deploy_args)?;
-
-    let out = run_tool(
-        "az",
-        &[
-            "deployment",
-            "group",
-            "show",
-            "-n",
-            DEPLOYMENT_NAME,
-            "-g",
-            &a.resource_group,
-            "--query",
-            "properties.outputs",
-            "-o",
-            "json",
-        ],
-    )?;
-    let outputs = flatten_outputs(&json(&out, "`az deployment group show`")?);
-    let login_server = outputs
-        .get("registryLoginServer")
-        .filter(|s| !s.is_empty())
-        .context("the deployment has no registryLoginServer output")?
-        .clone();
+    progress(
+        "deployment pass 1 of 2: registry, identities, workspace, environment; no jobs yet \
+         (a few minutes the first time)",
+    );
+    let outputs = deploy_pass(&a, &fixed, false)?;
+    let login_server = output(&outputs, "registryLoginServer")?;
     let registry = outputs
         .get("registryName")
         .cloned()
         .or_else(|| login_server.split('.').next().map(str::to_owned))
         .unwrap_or_default();
-    let workspace = outputs
-        .get("workspaceCustomerId")
-        .context("the deployment has no workspaceCustomerId output")?
-        .clone();
 
     progress(&format!("az acr login -n {registry}"));
     run_tool("az", &["acr", "login", "-n", &registry])?;
@@ -347,6 +439,15 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         run_tool("docker", &["push", &remote])?;
     }
 
+    progress("deployment pass 2 of 2: the jobs (their images are in the registry now)");
+    let outputs = deploy_pass(&a, &fixed, true)?;
+    let workspace = output(&outputs, "workspaceCustomerId")?;
+    let pull_identity = output(&outputs, "pullIdentityId")?;
+    for job in ["loadgenJobName", "samplerJobName", "auditJobName"] {
+        let name = output(&outputs, job)?;
+        progress(&format!("job {name}"));
+    }
+
     let mut state = serde_json::Map::new();
     for (k, v) in [
         ("SUBSCRIPTION_ID", sub.clone()),
@@ -354,6 +455,8 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         ("LOG_ANALYTICS_WORKSPACE_ID", workspace),
         ("PROBELAB_BASE_NAME", a.base_name.clone()),
         ("PROBELAB_IMAGE_PREFIX", format!("{login_server}/probelab/")),
+        ("PROBELAB_REGISTRY_SERVER", login_server.clone()),
+        ("PROBELAB_PULL_IDENTITY_ID", pull_identity),
     ] {
         state.insert(k.into(), Value::String(v));
     }
@@ -390,7 +493,8 @@ fn write_state(path: &Path, v: &Value) -> anyhow::Result<()> {
 
 /// The environment variables a state file written by `labctl deploy` sets (its top-level string
 /// values whose keys are upper case: `SUBSCRIPTION_ID`, `RESOURCE_GROUP`,
-/// `LOG_ANALYTICS_WORKSPACE_ID`, `PROBELAB_BASE_NAME`, `PROBELAB_IMAGE_PREFIX`).
+/// `LOG_ANALYTICS_WORKSPACE_ID`, `PROBELAB_BASE_NAME`, `PROBELAB_IMAGE_PREFIX`,
+/// `PROBELAB_REGISTRY_SERVER`, `PROBELAB_PULL_IDENTITY_ID`).
 pub fn read_state(path: &Path) -> anyhow::Result<BTreeMap<String, String>> {
     let env = runner::target::read_azure_state(path)?;
     for k in ["SUBSCRIPTION_ID", "RESOURCE_GROUP"] {
