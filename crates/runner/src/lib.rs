@@ -30,6 +30,7 @@ pub mod pack;
 pub mod progress;
 pub mod run;
 pub mod schedule;
+pub mod scrub;
 pub mod target;
 pub mod verify;
 
