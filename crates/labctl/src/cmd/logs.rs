@@ -17,12 +17,14 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum LogsCommand {
-    /// Query ContainerAppConsoleLogs_CL and ContainerAppSystemLogs_CL since a time.
+    // The help text is on PullArgs (a doc comment here would replace its long help).
     Pull(PullArgs),
 }
 
 #[derive(clap::Args, Debug)]
 #[command(
+    about = "Pull ContainerAppConsoleLogs_CL and ContainerAppSystemLogs_CL from Log Analytics, \
+        once ingestion has settled, scrubbed",
     long_about = "Query ContainerAppConsoleLogs_CL and ContainerAppSystemLogs_CL from Log \
         Analytics (query API, the operator's Azure CLI login) for the window [--since, --until] \
         and write them as <out>/<table>.ndjson, the files `labctl analyze` reads.\n\n\
