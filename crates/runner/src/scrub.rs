@@ -439,4 +439,73 @@ mod tests {
             "{text}"
         );
     }
+
+    /// The analysis reads a scrubbed pack as it reads the original: the fixture packs of the
+    /// analysis crate, given Azure's identifying columns, analysed before and after scrubbing.
+    #[test]
+    fn the_analysis_gives_the_same_tables_and_verdict_on_scrubbed_logs() {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../analysis/tests/fixtures");
+        for pack in ["rollout-pack", "observation-pack"] {
+            let src = fixtures.join(pack);
+            let tmp = tempfile::tempdir().unwrap();
+            let mut results = Vec::new();
+            for scrub in [false, true] {
+                let dir = tmp.path().join(if scrub { "scrubbed" } else { "original" });
+                std::fs::create_dir_all(dir.join("logs")).unwrap();
+                for extra in ["lab.toml", "runs.json"] {
+                    if src.join(extra).is_file() {
+                        std::fs::copy(src.join(extra), dir.join(extra)).unwrap();
+                    }
+                }
+                for entry in std::fs::read_dir(src.join("logs")).unwrap() {
+                    let path = entry.unwrap().path();
+                    let mut out = String::new();
+                    for line in std::fs::read_to_string(&path).unwrap().lines() {
+                        let mut v: Value = match serde_json::from_str(line) {
+                            Ok(v) => v,
+                            Err(_) => {
+                                out.push_str(line);
+                                out.push('\n');
+                                continue;
+                            }
+                        };
+                        if let Some(m) = v
+                            .as_object_mut()
+                            .filter(|m| m.contains_key("TimeGenerated"))
+                        {
+                            m.insert("TenantId".into(), json!(TEN));
+                            m.insert(
+                                "_ResourceId".into(),
+                                json!(format!("/subscriptions/{SUB}/resourceGroups/rg")),
+                            );
+                        }
+                        if scrub {
+                            Scrubber::new(Some(SUB), Some(TEN)).value(&mut v);
+                        }
+                        out.push_str(&v.to_string());
+                        out.push('\n');
+                    }
+                    std::fs::write(dir.join("logs").join(path.file_name().unwrap()), out).unwrap();
+                }
+                let lab = dir.join("lab.toml");
+                let opts = analysis::Options {
+                    lab: lab.is_file().then_some(lab),
+                    ..analysis::Options::default()
+                };
+                let a = analysis::analyze(&[dir.clone()], &opts).unwrap();
+                if scrub {
+                    let text: String = std::fs::read_dir(dir.join("logs"))
+                        .unwrap()
+                        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+                        .collect();
+                    assert!(!text.contains(SUB) && !text.contains(TEN), "{pack}");
+                }
+                results.push((a.tables, format!("{:?}", a.verdict)));
+            }
+            assert!(!results[0].0.is_empty(), "{pack}: no tables");
+            assert_eq!(results[0].1, results[1].1, "{pack}: verdict");
+            assert!(results[0].0 == results[1].0, "{pack}: tables differ");
+        }
+    }
 }
