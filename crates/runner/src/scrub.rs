@@ -493,7 +493,7 @@ mod tests {
                     lab: lab.is_file().then_some(lab),
                     ..analysis::Options::default()
                 };
-                let a = analysis::analyze(&[dir.clone()], &opts).unwrap();
+                let a = analysis::analyze(std::slice::from_ref(&dir), &opts).unwrap();
                 if scrub {
                     let text: String = std::fs::read_dir(dir.join("logs"))
                         .unwrap()
