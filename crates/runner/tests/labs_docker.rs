@@ -10,73 +10,24 @@
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use runner::progress::ProgressMode;
-use runner::run::{LocalRuntime, RunOptions, TargetChoice};
+use common::{Evidence, check_pack, docker_ready, labs, run_quick};
 
 /// One lab at a time: two 200 RPS labs on 2 cores would measure the machine, not the platform.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn labs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../labs")
-}
-
-/// False (test skipped) only when PROBELAB_SKIP_DOCKER=1; panics when Docker or an image is
-/// missing.
-fn docker_ready(lab: &Path) -> bool {
-    if std::env::var("PROBELAB_SKIP_DOCKER").as_deref() == Ok("1") {
-        eprintln!("PROBELAB_SKIP_DOCKER=1: skipping a Docker lab test");
-        return false;
-    }
-    let l = lab::load(lab, "quick").unwrap();
-    if let Err(e) = runner::deploy::check_docker_images(&runner::deploy::images(&l)) {
-        panic!("{e} (set PROBELAB_SKIP_DOCKER=1 only on a machine without Docker)");
-    }
-    true
-}
-
-async fn run(lab: &str, scale: f64) -> (runner::RunOutcome, tempfile::TempDir) {
+async fn run(lab: &str, scale: f64) -> (runner::RunOutcome, Evidence) {
     let _one = ONE_AT_A_TIME.lock().await;
-    let out = tempfile::tempdir().unwrap();
-    let mut opts = RunOptions::new(
-        labs().join(format!("{lab}.toml")),
-        "quick",
-        TargetChoice::Local(LocalRuntime::Docker),
-        out.path().to_path_buf(),
-    );
-    opts.time_scale = scale;
-    opts.progress = ProgressMode::Plain;
-    opts.lock_dir = out.path().join("locks");
-    let o = runner::run_lab(opts).await.unwrap();
-    if let Some(e) = &o.error {
-        panic!("{lab}: the run stopped: {e} (pack {})", o.pack.display());
-    }
-    eprintln!("{lab}: wall time {:.0} s", o.wall.as_secs_f64());
-    (o, out)
-}
-
-fn check_pack(o: &runner::RunOutcome) {
-    assert!(!o.record.incomplete);
-    let runs = runner::pack::RunsRecord::read(&o.pack).unwrap();
-    assert_eq!(runs, o.record);
-    for step in &runs.steps {
-        for r in &step.runs {
-            assert_eq!(
-                r.status.as_deref(),
-                Some("Succeeded"),
-                "{} {}: {r:?}",
-                step.name,
-                r.load
-            );
-        }
+    let (o, out) = run_quick(lab, scale).await;
+    check_pack(lab, &o);
+    // The rollout labs' actions (rollouts, restarts) must all have been carried out.
+    for step in &o.record.steps {
         for a in &step.actions {
-            assert_eq!(a.outcome, "ok", "{}: {a:?}", step.name);
+            assert_eq!(a.outcome, "ok", "{lab} {}: {a:?}", step.name);
         }
     }
-    let v = runner::verify::verify(&o.pack).unwrap();
-    assert!(v.ok(), "{v:?}");
-    assert!(o.pack.join("report.md").is_file());
+    (o, out)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,7 +37,6 @@ async fn startup_degraded_quick_holds() {
         return;
     }
     let (o, _dir) = run("startup-degraded", 0.5).await;
-    check_pack(&o);
     let rollouts = o
         .record
         .steps
@@ -111,7 +61,6 @@ async fn startup_degraded_misconfigured_quick_is_falsified() {
         return;
     }
     let (o, _dir) = run("startup-degraded-misconfigured", 1.0).await;
-    check_pack(&o);
     let a = o.analysis.as_ref().unwrap();
     assert_eq!(
         a.verdict.verdict,

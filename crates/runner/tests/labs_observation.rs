@@ -27,44 +27,11 @@
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use runner::progress::ProgressMode;
-use runner::run::{LocalRuntime, RunOptions, TargetChoice};
+use std::path::Path;
 
-fn labs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../labs")
-}
-
-/// False (test skipped) only when PROBELAB_SKIP_DOCKER=1; panics when Docker or an image is
-/// missing.
-fn docker_ready(lab: &Path) -> bool {
-    if std::env::var("PROBELAB_SKIP_DOCKER").as_deref() == Ok("1") {
-        eprintln!("PROBELAB_SKIP_DOCKER=1: skipping a Docker lab test");
-        return false;
-    }
-    let l = lab::load(lab, "quick").unwrap();
-    if let Err(e) = runner::deploy::check_docker_images(&runner::deploy::images(&l)) {
-        panic!("{e} (set PROBELAB_SKIP_DOCKER=1 only on a machine without Docker)");
-    }
-    true
-}
-
-/// The evidence root of one test: removed when the test passes, kept (and named in the failure
-/// message) when it fails, so a CI failure can be read from its pack; `PROBELAB_KEEP_EVIDENCE=1`
-/// keeps it either way.
-struct Evidence(PathBuf);
-
-impl Drop for Evidence {
-    fn drop(&mut self) {
-        if std::thread::panicking() || std::env::var("PROBELAB_KEEP_EVIDENCE").as_deref() == Ok("1")
-        {
-            eprintln!("evidence kept in {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
+use common::{Evidence, check_pack, docker_ready, labs, run_quick};
 
 /// Runs `lab` with its quick profile and asserts everything an observation lab promises: a
 /// complete pack, every load run Succeeded, every check evaluated and passed, verdict `held`.
@@ -74,44 +41,10 @@ async fn run_and_check(lab: &str) -> Option<(runner::RunOutcome, Evidence)> {
     if !docker_ready(&path) {
         return None;
     }
-    let out = Evidence(tempfile::tempdir().unwrap().keep());
-    let mut opts = RunOptions::new(
-        path.clone(),
-        "quick",
-        TargetChoice::Local(LocalRuntime::Docker),
-        out.0.clone(),
-    );
-    opts.progress = ProgressMode::Plain;
-    opts.lock_dir = out.0.join("locks");
-    let o = runner::run_lab(opts).await.unwrap();
-    if let Some(e) = &o.error {
-        panic!("{lab}: the run stopped: {e} (pack {})", o.pack.display());
-    }
-    eprintln!("{lab}: wall time {:.0} s", o.wall.as_secs_f64());
+    let (o, out) = run_quick(lab, 1.0).await;
     check_pack(lab, &o);
     check_checks(lab, &path, &o);
     Some((o, out))
-}
-
-fn check_pack(lab: &str, o: &runner::RunOutcome) {
-    assert!(!o.record.incomplete, "{lab}: the run is marked incomplete");
-    let runs = runner::pack::RunsRecord::read(&o.pack).unwrap();
-    assert_eq!(runs, o.record);
-    for step in &runs.steps {
-        for r in &step.runs {
-            assert_eq!(
-                r.status.as_deref(),
-                Some("Succeeded"),
-                "{lab}: step {} load {}: {r:?}",
-                step.name,
-                r.load
-            );
-        }
-    }
-    let v = runner::verify::verify(&o.pack).unwrap();
-    assert!(v.ok(), "{lab}: {v:?}");
-    assert!(o.pack.join("report.md").is_file());
-    assert!(o.pack.join("verdict.json").is_file());
 }
 
 /// Every `[[checks]]` entry of the lab is a passing gate; the verdict is `held`.

@@ -1,0 +1,87 @@
+//! What the Docker lab tests share: where the labs are, the Docker gate, an evidence root that
+//! survives a failure, one quick run of a lab, and the checks every complete pack must pass.
+
+#![allow(clippy::unwrap_used, dead_code)] // test helpers; each test binary uses a subset
+
+use std::path::{Path, PathBuf};
+
+use runner::progress::ProgressMode;
+use runner::run::{LocalRuntime, RunOptions, TargetChoice};
+
+pub fn labs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../labs")
+}
+
+/// False (test skipped) only when PROBELAB_SKIP_DOCKER=1; panics when Docker or an image is
+/// missing.
+pub fn docker_ready(lab: &Path) -> bool {
+    if std::env::var("PROBELAB_SKIP_DOCKER").as_deref() == Ok("1") {
+        eprintln!("PROBELAB_SKIP_DOCKER=1: skipping a Docker lab test");
+        return false;
+    }
+    let l = lab::load(lab, "quick").unwrap();
+    if let Err(e) = runner::deploy::check_docker_images(&runner::deploy::images(&l)) {
+        panic!("{e} (set PROBELAB_SKIP_DOCKER=1 only on a machine without Docker)");
+    }
+    true
+}
+
+/// The evidence root of one test: removed when the test passes, kept (and named in the failure
+/// message) when it fails, so a CI failure can be read from its pack; `PROBELAB_KEEP_EVIDENCE=1`
+/// keeps it either way.
+pub struct Evidence(pub PathBuf);
+
+impl Drop for Evidence {
+    fn drop(&mut self) {
+        if std::thread::panicking() || std::env::var("PROBELAB_KEEP_EVIDENCE").as_deref() == Ok("1")
+        {
+            eprintln!("evidence kept in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Runs `lab` (labs/<lab>.toml) with its quick profile on localplane's Docker runtime, every
+/// duration of the schedule multiplied by `time_scale`; panics when the run stops early.
+pub async fn run_quick(lab: &str, time_scale: f64) -> (runner::RunOutcome, Evidence) {
+    let out = Evidence(tempfile::tempdir().unwrap().keep());
+    let mut opts = RunOptions::new(
+        labs().join(format!("{lab}.toml")),
+        "quick",
+        TargetChoice::Local(LocalRuntime::Docker),
+        out.0.clone(),
+    );
+    opts.time_scale = time_scale;
+    opts.progress = ProgressMode::Plain;
+    opts.lock_dir = out.0.join("locks");
+    let o = runner::run_lab(opts).await.unwrap();
+    if let Some(e) = &o.error {
+        panic!("{lab}: the run stopped: {e} (pack {})", o.pack.display());
+    }
+    eprintln!("{lab}: wall time {:.0} s", o.wall.as_secs_f64());
+    (o, out)
+}
+
+/// A complete pack: not incomplete, `runs.json` as recorded, every load run Succeeded, the
+/// manifest verifies, report and verdict written.
+pub fn check_pack(lab: &str, o: &runner::RunOutcome) {
+    assert!(!o.record.incomplete, "{lab}: the run is marked incomplete");
+    let runs = runner::pack::RunsRecord::read(&o.pack).unwrap();
+    assert_eq!(runs, o.record);
+    for step in &runs.steps {
+        for r in &step.runs {
+            assert_eq!(
+                r.status.as_deref(),
+                Some("Succeeded"),
+                "{lab}: step {} load {}: {r:?}",
+                step.name,
+                r.load
+            );
+        }
+    }
+    let v = runner::verify::verify(&o.pack).unwrap();
+    assert!(v.ok(), "{lab}: {v:?}");
+    assert!(o.pack.join("report.md").is_file());
+    assert!(o.pack.join("verdict.json").is_file());
+}
