@@ -112,7 +112,9 @@ pub struct Args {
     #[arg(long, env = "SSL_CERT_FILE", default_value = DEFAULT_CA_FILE)]
     pub ca_file: PathBuf,
     /// https targets: accept any server certificate (self-signed lab targets). The traffic is
-    /// still encrypted but the server is not authenticated.
+    /// still encrypted but the server is not authenticated. Needed also for a certificate that
+    /// is its own CA (`openssl req -x509`): verification rejects it as `CaUsedAsEndEntity`, a
+    /// `tls` error; trusting a CA that signed the server's certificate works without it.
     #[arg(long, env = "TLS_INSECURE")]
     pub insecure: bool,
     /// Runtime threads: 1 is a current-thread runtime (cheapest per request).
