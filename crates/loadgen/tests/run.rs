@@ -15,8 +15,11 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use labkit::event::Line;
-use labkit::event::loadgen::{Bucket, Req, Step, Summary};
+use labkit::event::loadgen::{Bucket, Step};
 use tokio::net::TcpListener;
+
+mod common;
+use common::{buckets, reqs, run, summary};
 use tokio::time::Instant;
 
 /// The test server's knobs and counters.
@@ -104,47 +107,6 @@ async fn handle(
     Ok(resp.body(Full::new(Bytes::from_static(b"ok"))).unwrap())
 }
 
-/// Runs loadgen in-process with `args` (after the binary name) and returns its lines.
-async fn run(args: &[&str]) -> Vec<Line> {
-    let mut a = vec!["loadgen"];
-    a.extend_from_slice(args);
-    let cfg = loadgen::Config::from_args(a).unwrap();
-    let (out, lines) = loadgen::Output::memory();
-    loadgen::run(cfg, out, std::future::pending()).await;
-    lines.lock().unwrap().clone()
-}
-
-fn buckets<'a>(lines: &'a [Line], scenario: &str) -> Vec<&'a Bucket> {
-    lines
-        .iter()
-        .filter_map(|l| match l {
-            Line::Bucket(b) if b.scenario == scenario => Some(b),
-            _ => None,
-        })
-        .collect()
-}
-
-fn summary<'a>(lines: &'a [Line], scenario: &str) -> &'a Summary {
-    lines
-        .iter()
-        .find_map(|l| match l {
-            Line::Summary(s) if s.scenario == scenario => Some(s),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no summary for {scenario}"))
-}
-
-fn reqs<'a>(lines: &'a [Line], scenario: &str) -> Vec<&'a Req> {
-    lines
-        .iter()
-        .filter_map(|l| match l {
-            Line::Req(r) if r.scenario == scenario => Some(r),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Bucket windows follow each other without gaps.
 fn assert_contiguous(bs: &[&Bucket]) {
     for w in bs.windows(2) {
         assert_eq!(

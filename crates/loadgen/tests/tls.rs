@@ -14,11 +14,12 @@ use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use labkit::event::Line;
-use labkit::event::loadgen::{Req, Summary};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::TcpListener;
+
+mod common;
+use common::{reqs, run, summary};
 
 struct TlsServer {
     addr: SocketAddr,
@@ -109,35 +110,6 @@ impl TlsServer {
         std::fs::write(&p, pem).unwrap();
         p
     }
-}
-
-async fn run(args: &[&str]) -> Vec<Line> {
-    let mut a = vec!["loadgen"];
-    a.extend_from_slice(args);
-    let cfg = loadgen::Config::from_args(a).unwrap();
-    let (out, lines) = loadgen::Output::memory();
-    loadgen::run(cfg, out, std::future::pending()).await;
-    lines.lock().unwrap().clone()
-}
-
-fn summary<'a>(lines: &'a [Line], scenario: &str) -> &'a Summary {
-    lines
-        .iter()
-        .find_map(|l| match l {
-            Line::Summary(s) if s.scenario == scenario => Some(s),
-            _ => None,
-        })
-        .unwrap_or_else(|| panic!("no summary for {scenario}"))
-}
-
-fn reqs<'a>(lines: &'a [Line], scenario: &str) -> Vec<&'a Req> {
-    lines
-        .iter()
-        .filter_map(|l| match l {
-            Line::Req(r) if r.scenario == scenario => Some(r),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
