@@ -28,45 +28,79 @@ pub fn images(lab: &Lab) -> Vec<String> {
     v
 }
 
-/// Checks that Docker answers and every image is present; the message names the build script.
+/// Checks that the Docker engine answers and has every image (nothing is pulled); the message
+/// names the build script. Asks the engine through its unix socket (`DOCKER_HOST=unix://...`,
+/// else the default path), not the `docker` CLI, which the probelab/lab image does not carry;
+/// a TCP `DOCKER_HOST` is left to localplane, which reaches it on its own.
 pub fn check_docker_images(images: &[String]) -> Result<(), RunError> {
-    let out = std::process::Command::new("docker")
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => {
-            return Err(RunError::Prerequisite(format!(
-                "Docker is not reachable (`docker version` failed: {}); start the engine, or use --runtime process",
-                String::from_utf8_lossy(&o.stderr).trim()
-            )));
-        }
-        // No CLI (the probelab/lab image): labctl has checked the images through the socket,
-        // and localplane's own launch check names scripts/build-images.sh.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(RunError::Prerequisite(format!(
-                "Docker is not reachable (cannot run `docker`: {e}); install/start it, or use --runtime process"
-            )));
+    let Some(socket) = docker_socket() else {
+        return Ok(());
+    };
+    let mut missing = Vec::new();
+    for image in images {
+        if !engine_has_image(&socket, image)? {
+            missing.push(image.as_str());
         }
     }
-    let missing: Vec<&String> = images
-        .iter()
-        .filter(|img| {
-            !std::process::Command::new("docker")
-                .args(["image", "inspect", "--format", "{{.Id}}", img.as_str()])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .collect();
     if missing.is_empty() {
-        Ok(())
-    } else {
-        let list: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
-        Err(RunError::Prerequisite(format!(
-            "image(s) missing: {}; build them with scripts/build-images.sh",
-            list.join(", ")
-        )))
+        return Ok(());
+    }
+    Err(RunError::Prerequisite(format!(
+        "image(s) missing on the Docker engine: {}; nothing is pulled: build them with \
+         scripts/build-images.sh",
+        missing.join(", ")
+    )))
+}
+
+fn docker_socket() -> Option<std::path::PathBuf> {
+    match std::env::var("DOCKER_HOST") {
+        Ok(h) if !h.is_empty() => h.strip_prefix("unix://").map(std::path::PathBuf::from),
+        _ => Some(std::path::PathBuf::from("/var/run/docker.sock")),
+    }
+}
+
+/// Whether the engine behind `socket` has `image` (`GET /images/<image>/json`: 200 or 404).
+fn engine_has_image(socket: &std::path::Path, image: &str) -> Result<bool, RunError> {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).map_err(|e| {
+        RunError::Prerequisite(format!(
+            "Docker is not reachable at {} ({e}); start the engine, mount its socket, or use \
+             --runtime process",
+            socket.display()
+        ))
+    })?;
+    let asked = s
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .and_then(|()| s.set_write_timeout(Some(Duration::from_secs(10))))
+        .and_then(|()| {
+            write!(
+                s,
+                "GET /images/{image}/json HTTP/1.0\r\nHost: docker\r\n\r\n"
+            )
+        });
+    let io = |what: &str, e: std::io::Error| {
+        RunError::Prerequisite(format!("{what} the Docker engine about {image}: {e}"))
+    };
+    asked.map_err(|e| io("asking", e))?;
+    let mut head = [0u8; 16];
+    let mut got = 0;
+    while got < head.len() {
+        let n = s
+            .read(&mut head[got..])
+            .map_err(|e| io("reading the answer of", e))?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    // "HTTP/1.0 200 OK" / "HTTP/1.1 404 Not Found"
+    let line = String::from_utf8_lossy(&head[..got]);
+    match line.split_whitespace().nth(1) {
+        Some("200") => Ok(true),
+        Some("404") => Ok(false),
+        other => Err(RunError::Prerequisite(format!(
+            "unexpected answer from the Docker engine about {image}: {other:?}"
+        ))),
     }
 }
 
@@ -236,4 +270,49 @@ pub async fn wait_serving(t: &Target, lab: &Lab, timeout: Duration) -> Result<()
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-connection fake engine answering `status_line`; returns the request it got.
+    fn fake_engine(
+        status_line: &'static str,
+    ) -> (tempfile::TempDir, std::thread::JoinHandle<String>) {
+        use std::io::{Read, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let listener =
+            std::os::unix::net::UnixListener::bind(dir.path().join("docker.sock")).unwrap();
+        let h = std::thread::spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            let mut req = [0u8; 256];
+            let n = c.read(&mut req).unwrap();
+            c.write_all(format!("{status_line}\r\nContent-Length: 0\r\n\r\n").as_bytes())
+                .unwrap();
+            String::from_utf8_lossy(&req[..n]).into_owned()
+        });
+        (dir, h)
+    }
+
+    #[test]
+    fn the_engine_is_asked_through_its_socket() {
+        let (dir, h) = fake_engine("HTTP/1.1 404 Not Found");
+        let sock = dir.path().join("docker.sock");
+        assert!(!engine_has_image(&sock, "probelab/subject:dev").unwrap());
+        assert!(
+            h.join()
+                .unwrap()
+                .starts_with("GET /images/probelab/subject:dev/json HTTP/1.0")
+        );
+        let (dir, h) = fake_engine("HTTP/1.1 200 OK");
+        assert!(engine_has_image(&dir.path().join("docker.sock"), "probelab/lab:dev").unwrap());
+        h.join().unwrap();
+        let (dir, h) = fake_engine("HTTP/1.1 500 Internal Server Error");
+        let e = engine_has_image(&dir.path().join("docker.sock"), "x").unwrap_err();
+        assert!(e.to_string().contains("500"), "{e}");
+        h.join().unwrap();
+        let e = engine_has_image(&dir.path().join("absent.sock"), "x").unwrap_err();
+        assert!(e.to_string().contains("not reachable"), "{e}");
+    }
 }

@@ -282,82 +282,7 @@ fn run_lab(a: RunArgs) -> anyhow::Result<u8> {
     result
 }
 
-/// The Docker engine's unix socket (`DOCKER_HOST=unix://...`, else the default path); `None`
-/// for a TCP `DOCKER_HOST`, which localplane reaches on its own.
-fn docker_socket() -> Option<PathBuf> {
-    match std::env::var("DOCKER_HOST") {
-        Ok(h) if !h.is_empty() => h.strip_prefix("unix://").map(PathBuf::from),
-        _ => Some(PathBuf::from("/var/run/docker.sock")),
-    }
-}
-
-/// Whether the engine behind `socket` has `image` (`GET /images/<image>/json`: 200 or 404).
-fn engine_has_image(socket: &Path, image: &str) -> anyhow::Result<bool> {
-    use std::io::{Read, Write};
-    let mut s = std::os::unix::net::UnixStream::connect(socket).with_context(|| {
-        format!(
-            "Docker is not reachable at {} (start the engine, mount its socket, or use \
-             --runtime process)",
-            socket.display()
-        )
-    })?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .and_then(|()| s.set_write_timeout(Some(Duration::from_secs(10))))
-        .and_then(|()| {
-            write!(
-                s,
-                "GET /images/{image}/json HTTP/1.0\r\nHost: docker\r\n\r\n"
-            )
-        })
-        .with_context(|| format!("asking the Docker engine about {image}"))?;
-    let mut head = [0u8; 16];
-    let mut got = 0;
-    while got < head.len() {
-        let n = s
-            .read(&mut head[got..])
-            .with_context(|| format!("reading the Docker engine's answer about {image}"))?;
-        if n == 0 {
-            break;
-        }
-        got += n;
-    }
-    // "HTTP/1.0 200 OK" / "HTTP/1.1 404 Not Found"
-    let line = String::from_utf8_lossy(&head[..got]);
-    match line.split_whitespace().nth(1) {
-        Some("200") => Ok(true),
-        Some("404") => Ok(false),
-        other => anyhow::bail!("unexpected answer from the Docker engine about {image}: {other:?}"),
-    }
-}
-
-/// Before a local Docker run: every image the lab uses is on the engine (nothing is pulled), or
-/// an error naming the build script. Through the socket, not the `docker` CLI, which the lab
-/// image does not carry.
-fn check_images(lab: &Path, profile: &str) -> anyhow::Result<()> {
-    let Some(socket) = docker_socket() else {
-        return Ok(());
-    };
-    let l = lab::load(lab, profile).with_context(|| format!("cannot load {}", lab.display()))?;
-    let mut missing = Vec::new();
-    for image in runner::deploy::images(&l) {
-        if !engine_has_image(&socket, &image)? {
-            missing.push(image);
-        }
-    }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    anyhow::bail!(
-        "image(s) missing on the Docker engine: {}; nothing is pulled: build them with \
-         scripts/build-images.sh",
-        missing.join(", ")
-    )
-}
-
 fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
-    if matches!((a.target, a.runtime), (Target::Local, Runtime::Docker)) {
-        check_images(&lab, &a.profile)?;
-    }
     let target = match a.target {
         Target::Azure => TargetChoice::Azure,
         Target::Local => TargetChoice::Local(match a.runtime {
@@ -469,46 +394,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("does not exist"), "{e}");
-    }
-
-    /// A one-connection fake engine answering `status_line`; returns the request it got.
-    fn fake_engine(
-        status_line: &'static str,
-    ) -> (tempfile::TempDir, std::thread::JoinHandle<String>) {
-        use std::io::{Read, Write};
-        let dir = tempfile::tempdir().unwrap();
-        let listener =
-            std::os::unix::net::UnixListener::bind(dir.path().join("docker.sock")).unwrap();
-        let h = std::thread::spawn(move || {
-            let (mut c, _) = listener.accept().unwrap();
-            let mut req = [0u8; 256];
-            let n = c.read(&mut req).unwrap();
-            c.write_all(format!("{status_line}\r\nContent-Length: 0\r\n\r\n").as_bytes())
-                .unwrap();
-            String::from_utf8_lossy(&req[..n]).into_owned()
-        });
-        (dir, h)
-    }
-
-    #[test]
-    fn the_engine_is_asked_through_its_socket() {
-        let (dir, h) = fake_engine("HTTP/1.1 404 Not Found");
-        let sock = dir.path().join("docker.sock");
-        assert!(!engine_has_image(&sock, "probelab/subject:dev").unwrap());
-        assert!(
-            h.join()
-                .unwrap()
-                .starts_with("GET /images/probelab/subject:dev/json HTTP/1.0")
-        );
-        let (dir, h) = fake_engine("HTTP/1.1 200 OK");
-        assert!(engine_has_image(&dir.path().join("docker.sock"), "probelab/lab:dev").unwrap());
-        h.join().unwrap();
-        let (dir, h) = fake_engine("HTTP/1.1 500 Internal Server Error");
-        let e = engine_has_image(&dir.path().join("docker.sock"), "x").unwrap_err();
-        assert!(e.to_string().contains("500"), "{e}");
-        h.join().unwrap();
-        let e = engine_has_image(&dir.path().join("absent.sock"), "x").unwrap_err();
-        assert!(e.to_string().contains("not reachable"), "{e}");
     }
 
     #[test]
