@@ -17,6 +17,7 @@
 
 pub mod client;
 pub mod config;
+pub mod pacer;
 pub mod profile;
 pub mod stats;
 pub mod tls;
@@ -36,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::{HttpClient, status_class};
 pub use crate::config::{Args, Config, ConfigError};
 use crate::config::{LogRequests, Model, ScenarioConfig, StatusSet};
+use crate::pacer::Pacer;
 use crate::profile::Profile;
 use crate::stats::{Outcome, Tally, header_text, percentiles, q_ms, round3};
 
@@ -237,6 +239,7 @@ pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -
                     s.clone(),
                     profile,
                     end,
+                    cfg.pacing,
                     cancel.clone(),
                 )));
             }
@@ -334,11 +337,17 @@ pub fn run_blocking(cfg: Config, out: Output) -> Result<Report, RunError> {
     })
 }
 
-/// The open-model scheduler of one scenario: sleeps to each absolute due time and spawns the
-/// request, or counts it as dropped when the scenario is at its in-flight cap.
-async fn open_loop(s: Arc<Scn>, profile: Profile, end: Instant, cancel: CancellationToken) {
-    let sleep = tokio::time::sleep_until(s.start);
-    tokio::pin!(sleep);
+/// The open-model scheduler of one scenario: waits for each absolute due time ([`Pacer`]: a
+/// timerfd on Linux, within `--pacing` of it) and spawns the request, or counts it as dropped when the
+/// scenario is at its in-flight cap.
+async fn open_loop(
+    s: Arc<Scn>,
+    profile: Profile,
+    end: Instant,
+    pacing: Duration,
+    cancel: CancellationToken,
+) {
+    let mut pacer = Pacer::new(pacing);
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
     let mut cur_step = None;
@@ -348,11 +357,10 @@ async fn open_loop(s: Arc<Scn>, profile: Profile, end: Instant, cancel: Cancella
             break;
         }
         if at > Instant::now() {
-            sleep.as_mut().reset(at);
             tokio::select! {
                 biased;
                 _ = &mut cancelled => break,
-                _ = &mut sleep => {}
+                _ = pacer.wait_until(at) => {}
             }
         } else if cancel.is_cancelled() {
             break;
