@@ -124,9 +124,11 @@ pub struct Args {
     /// 1 ms timer paces.
     #[arg(long, env = "PACING", default_value = "1ms", value_parser = parse_duration)]
     pub pacing: Duration,
-    /// Runtime threads: 1 is a current-thread runtime (cheapest per request).
-    #[arg(long, env = "THREADS", default_value_t = 1)]
-    pub threads: usize,
+    /// Runtime threads [auto: 1 below 5,000 RPS in all, else the CPUs available to the
+    /// process]. 1 is a current-thread runtime, the cheapest per request; above ~5,000 RPS a
+    /// second thread raises the highest rate held (docs/BENCHMARKS.md).
+    #[arg(long, env = "THREADS")]
+    pub threads: Option<usize>,
 }
 
 /// A configuration that cannot run.
@@ -368,6 +370,20 @@ fn default_in_flight(rate: f64) -> usize {
     DEFAULT_MIN_IN_FLIGHT.max((2.0 * rate).ceil() as usize)
 }
 
+/// Above this total rate `--threads` defaults to every CPU available (a second thread raised
+/// the highest rate held from 8,000 to 12,000 RPS in close mode and from 16,000 to 32,000 RPS
+/// keep-alive on 2 cores, docs/BENCHMARKS.md); below it one thread is cheaper per request.
+pub const AUTO_THREADS_RATE: f64 = 5_000.0;
+
+/// `--threads` when not given: 1 below [`AUTO_THREADS_RATE`], else the CPUs this process may
+/// use (std reads the cgroup quota, so a 0.5-vCPU container job stays on one thread).
+fn auto_threads(total_rate: f64) -> usize {
+    if total_rate < AUTO_THREADS_RATE {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 impl Args {
     /// Validates the arguments into a runnable [`Config`].
     pub fn into_config(self) -> Result<Config, ConfigError> {
@@ -480,6 +496,17 @@ impl Args {
                 log_requests: side.log_requests,
             });
         }
+        let total_rate: f64 = scenarios
+            .iter()
+            .map(|s| match &s.model {
+                Model::Open(p) => p.peak_rate(),
+                Model::Closed { .. } => 0.0,
+            })
+            .sum();
+        let threads = match self.threads {
+            Some(n) => n.max(1),
+            None => auto_threads(total_rate),
+        };
         let echo = serde_json::json!({
             "url": self.url,
             "rate": self.rate,
@@ -502,7 +529,7 @@ impl Args {
             "pause_s": self.pause.as_secs_f64(),
             "grace_s": self.grace.as_secs_f64(),
             "pacing_ms": self.pacing.as_secs_f64() * 1000.0,
-            "threads": self.threads,
+            "threads": threads,
             "ca_file": self.ca_file,
             "insecure": self.insecure,
         });
@@ -513,7 +540,7 @@ impl Args {
             bucket: self.bucket,
             grace: self.grace,
             pacing: self.pacing,
-            threads: self.threads.max(1),
+            threads,
             ok_status: parse_status_set(&self.ok_status)?,
             revision_header: header(&self.revision_header)?,
             replica_header: header(&self.replica_header)?,
@@ -549,6 +576,21 @@ mod tests {
         assert_eq!(m.log_requests, LogRequests::Errors);
         assert!(c.ok_status.contains(200) && c.ok_status.contains(399));
         assert!(!c.ok_status.contains(404));
+    }
+
+    #[test]
+    fn threads_follow_the_rate_unless_given() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(cfg(&["--rate", "4999"]).unwrap().threads, 1);
+        assert_eq!(cfg(&["--rate", "5000"]).unwrap().threads, cpus);
+        // Side streams count towards the total.
+        let both = cfg(&["--rate", "4000", "--also", "rate=1000,path=/x"]).unwrap();
+        assert_eq!(both.threads, cpus);
+        assert_eq!(
+            cfg(&["--rate", "9000", "--threads", "1"]).unwrap().threads,
+            1
+        );
+        assert_eq!(cfg(&["--rate", "10", "--threads", "3"]).unwrap().threads, 3);
     }
 
     #[test]
