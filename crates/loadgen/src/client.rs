@@ -275,8 +275,12 @@ impl HttpClient {
                 }
             }
         };
-        // Small requests: do not let Nagle hold them back.
-        let _ = stream.set_nodelay(true);
+        // Small requests: do not let Nagle hold them back. A plain-HTTP request on its own
+        // connection is that connection's only write, which Nagle never delays: skipping the
+        // option there saves a system call per request (TLS writes its handshake first).
+        if self.mode == ConnMode::KeepAlive || t.tls.is_some() {
+            let _ = stream.set_nodelay(true);
+        }
         Ok(stream)
     }
 
