@@ -6,7 +6,8 @@
 //! not ask to close) before it counts as finished. Every live connection is therefore either
 //! idle or held by a request in flight, and a scenario never holds more connections than its
 //! `--max-in-flight` (a closed-model worker's client: one). In close mode every request opens
-//! its own connection (and TLS handshake) and sends `Connection: close`.
+//! its own connection (and TLS handshake), sends `Connection: close` and drives that connection
+//! in its own task, closing it as soon as the response is complete.
 //!
 //! Stages are classified where they fail: resolving (`dns`), TCP connect (`connect`), TLS
 //! handshake (`tls`), then the exchange itself (`reset`, `timeout`, `protocol`, ...).
@@ -284,6 +285,8 @@ impl HttpClient {
         Ok(stream)
     }
 
+    /// A new pooled connection: its hyper connection task runs on its own, as the connection
+    /// outlives the request.
     async fn connect(&self) -> Result<Conn, Fail> {
         let tcp = self.tcp().await?;
         let builder = http1::Builder::new();
@@ -316,11 +319,27 @@ impl HttpClient {
     }
 
     async fn get_inner(&self) -> Result<Response, Fail> {
-        let reused = match self.mode {
-            ConnMode::KeepAlive => self.take_idle().await,
-            ConnMode::Close => None,
-        };
-        let (mut conn, was_reused) = match reused {
+        match self.mode {
+            ConnMode::KeepAlive => self.get_pooled().await,
+            ConnMode::Close => {
+                let tcp = self.tcp().await?;
+                match &self.target.tls {
+                    None => self.get_once(TokioIo::new(tcp)).await,
+                    Some((connector, name)) => {
+                        let tls = connector
+                            .connect(name.clone(), tcp)
+                            .await
+                            .map_err(Fail::Tls)?;
+                        self.get_once(TokioIo::new(tls)).await
+                    }
+                }
+            }
+        }
+    }
+
+    /// Keep-alive mode: an idle connection or a new one, given back unless the server closes it.
+    async fn get_pooled(&self) -> Result<Response, Fail> {
+        let (mut conn, was_reused) = match self.take_idle().await {
             Some(c) => (c, true),
             None => (self.connect().await?, false),
         };
@@ -336,6 +355,47 @@ impl HttpClient {
             }
             Err(e) => return Err(Fail::Http(e)),
         };
+        let (response, server_closes) = self.read_response(resp).await?;
+        if !server_closes {
+            self.put_idle(conn);
+        }
+        Ok(response)
+    }
+
+    /// Close mode: the one request of a connection, driven in this task (no connection task
+    /// to spawn); the connection is closed by dropping it as soon as the response is complete
+    /// (no separate `shutdown` call).
+    async fn get_once<I>(&self, io: I) -> Result<Response, Fail>
+    where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        let (mut sr, conn) = http1::Builder::new()
+            .handshake::<_, Empty<Bytes>>(io)
+            .await
+            .map_err(Fail::Http)?;
+        let exchange = async {
+            let resp = sr.send_request(self.request()).await.map_err(Fail::Http)?;
+            self.read_response(resp).await
+        };
+        tokio::pin!(conn, exchange);
+        let mut conn_done = false;
+        loop {
+            tokio::select! {
+                biased;
+                r = &mut exchange => return r.map(|(response, _)| response),
+                // The connection can end first (the server closed it after the response);
+                // hyper then completes or fails the exchange from what it read.
+                _ = &mut conn, if !conn_done => conn_done = true,
+            }
+        }
+    }
+
+    /// Reads the whole body and the attribution headers; also says whether the server asked
+    /// to close the connection.
+    async fn read_response(
+        &self,
+        resp: hyper::Response<hyper::body::Incoming>,
+    ) -> Result<(Response, bool), Fail> {
         let status = resp.status().as_u16();
         let headers = resp.headers();
         let revision = headers.get(&self.revision_header).cloned();
@@ -349,16 +409,14 @@ impl HttpClient {
         while let Some(frame) = body.frame().await {
             frame.map_err(Fail::Http)?;
         }
-        if self.mode == ConnMode::KeepAlive && !server_closes {
-            self.put_idle(conn);
-        }
-        Ok(Response {
+        let response = Response {
             status: Some(status),
             err_class: None,
             err_msg: None,
             revision,
             replica,
-        })
+        };
+        Ok((response, server_closes))
     }
 }
 
