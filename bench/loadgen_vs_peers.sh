@@ -14,8 +14,8 @@
 #   LOADGEN=/SUBJECT= may point at prebuilt binaries; default ${CARGO_TARGET_DIR:-target}/release).
 #
 # Duration with the defaults: fixed 2 targets x 2 modes x 3 tools x (15 s + ~3 s) ≈ 4 min;
-# ceiling ladder ≤ 2 modes x 3 tools x 6 rates ≈ up to 11 min; accuracy 60 s; threads ≤ 4 min.
-# About 15-20 min in all; PHASES=fixed DUR=5 SKIP_SUBJECT=1 is a one-minute smoke run.
+# ceiling ladder ≤ 2 modes x 3 tools x 6 rates ≈ up to 11 min; accuracy 4 x 60 s; threads ≤ 4 min.
+# About 20-25 min in all; PHASES=fixed DUR=5 SKIP_SUBJECT=1 is a one-minute smoke run.
 #
 # Writes: OUTDIR/machine.txt, OUTDIR/results.tsv (one row per run; appended to when it exists),
 # OUTDIR/raw/<tool>-<mode>-<target>-<rate>-<dur>s.{out,time,err} and prints the table on stderr.
@@ -23,7 +23,7 @@
 # Usage: bench/loadgen_vs_peers.sh [OUTDIR]      (default bench/runs/<UTC date>-<host>/loadgen)
 # Env:   DUR=15 (seconds per run), RATE=2000 (the fixed-rate comparison),
 #        CEIL_RATES="4000 8000 12000 16000 24000 32000" (ladder for the highest rate held),
-#        ACCURACY_DUR=60 (the schedule-accuracy run), SKIP_SUBJECT=1 to skip the subject target,
+#        ACCURACY_DUR=60 (the schedule-accuracy runs: both modes, default pacing and --pacing 0), SKIP_SUBJECT=1 to skip the subject target,
 #        PHASES="fixed ceiling accuracy threads" (threads: the ceiling ladder again for loadgen
 #        with --threads 2, shown as tool `loadgen2`; results append to an existing results.tsv).
 set -euo pipefail
@@ -154,10 +154,16 @@ run() {
   local out="$OUT/raw/$name.out" tm="$OUT/raw/$name.time"
   log "run $name"
   case $tool in
-    loadgen|loadgen2)
-      local threads=1; [ "$tool" = loadgen2 ] && threads=2
+    loadgen|loadgen2|loadgenP0)
+      # loadgen: one thread (explicit: the default is every CPU from 5,000 RPS on); loadgen2: two
+      # threads (that default on this 2-core machine); loadgenP0: one thread, --pacing 0 (a
+      # timer wake-up per request instead of at most one per millisecond).
+      local threads=1 pacing=1ms
+      [ "$tool" = loadgen2 ] && threads=2
+      [ "$tool" = loadgenP0 ] && pacing=0
       /usr/bin/time -f '%U %S %e' -o "$tm" "$LOADGEN" --url "$url" --rate "$rate" --duration "$dur" \
-        --connection "$mode" --bucket 10s --log-requests none --threads "$threads" > "$out" 2> "$out.err" || true ;;
+        --connection "$mode" --bucket 10s --log-requests none --threads "$threads" \
+        --pacing "$pacing" > "$out" 2> "$out.err" || true ;;
     k6)
       /usr/bin/time -f '%U %S %e' -o "$tm" env URL="$url" RATE="$rate" DUR="$dur" MODE="$mode" \
         "$K6" run -q --no-usage-report --summary-export "$out" "$OUT/raw/k6.js" > "$out.log" 2>&1 || true ;;
@@ -243,10 +249,12 @@ has ceiling && for mode in close keep-alive; do
     done
   done
 done
-# 3. schedule accuracy: loadgen, RATE for ACCURACY_DUR s, keep-alive, nginx
-if has accuracy; then
-  n=$(run loadgen keep-alive nginx "$RATE" "$ACCURACY_DUR"); record accuracy "$n" loadgen keep-alive nginx "$RATE" "$ACCURACY_DUR"
-fi
+# 3. schedule accuracy: loadgen (default pacing, then --pacing 0), RATE for ACCURACY_DUR s, nginx
+has accuracy && for mode in keep-alive close; do
+  for tool in loadgen loadgenP0; do
+    n=$(run "$tool" "$mode" nginx "$RATE" "$ACCURACY_DUR"); record accuracy "$n" "$tool" "$mode" nginx "$RATE" "$ACCURACY_DUR"
+  done
+done
 # 4. the ladder again for loadgen on a 2-worker runtime (--threads 2)
 has threads && for mode in close keep-alive; do
   for rate in $CEIL_RATES; do
