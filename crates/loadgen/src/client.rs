@@ -363,8 +363,7 @@ impl HttpClient {
     }
 
     /// Close mode: the one request of a connection, driven in this task (no connection task
-    /// to spawn); the connection is closed by dropping it as soon as the response is complete
-    /// (no separate `shutdown` call).
+    /// to spawn); the connection is closed by dropping it as soon as the response is complete.
     async fn get_once<I>(&self, io: I) -> Result<Response, Fail>
     where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,

@@ -338,8 +338,8 @@ pub fn run_blocking(cfg: Config, out: Output) -> Result<Report, RunError> {
 }
 
 /// The open-model scheduler of one scenario: waits for each absolute due time ([`Pacer`]: a
-/// timerfd on Linux, within `--pacing` of it) and spawns the request, or counts it as dropped when the
-/// scenario is at its in-flight cap.
+/// timerfd on Linux, within `--pacing` of it) and spawns the request, or counts it as dropped
+/// when the scenario is at its in-flight cap.
 async fn open_loop(
     s: Arc<Scn>,
     profile: Profile,
