@@ -21,6 +21,9 @@ pub struct Subject {
     pub spawned: Instant,
     out: Arc<Mutex<Vec<String>>>,
     err: Arc<Mutex<Vec<String>>>,
+    /// The threads copying stdout and stderr; joined once the process has exited, so that what
+    /// it printed before exiting is all there when a test looks (taken on the first join).
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// A free port on 127.0.0.1 (bound, then released): for bind-late tests that must know the port
@@ -30,10 +33,12 @@ pub fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-fn reader(stream: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+fn reader(
+    stream: impl std::io::Read + Send + 'static,
+) -> (Arc<Mutex<Vec<String>>>, std::thread::JoinHandle<()>) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let l = lines.clone();
-    std::thread::spawn(move || {
+    let handle = std::thread::spawn(move || {
         for line in BufReader::new(stream).lines() {
             match line {
                 Ok(line) => l.lock().unwrap().push(line),
@@ -41,7 +46,7 @@ fn reader(stream: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>
             }
         }
     });
-    lines
+    (lines, handle)
 }
 
 impl Subject {
@@ -60,13 +65,14 @@ impl Subject {
         }
         let spawned = Instant::now();
         let mut child = cmd.spawn().expect("spawn subject");
-        let out = reader(child.stdout.take().unwrap());
-        let err = reader(child.stderr.take().unwrap());
+        let (out, out_reader) = reader(child.stdout.take().unwrap());
+        let (err, err_reader) = reader(child.stderr.take().unwrap());
         Subject {
             child,
             spawned,
             out,
             err,
+            readers: vec![out_reader, err_reader],
         }
     }
 
@@ -147,11 +153,15 @@ impl Subject {
         assert!(st.success());
     }
 
-    /// Waits (bounded) for the process to exit.
+    /// Waits (bounded) for the process to exit, then for its last stdout and stderr lines (the
+    /// pipes reach end of file when it exits: the subject starts no other process).
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(st) = self.child.try_wait().unwrap() {
+                for r in self.readers.drain(..) {
+                    r.join().unwrap();
+                }
                 return Some(st);
             }
             if Instant::now() >= deadline {
