@@ -5,10 +5,7 @@
 //! one only when there is none, and it gives the connection back (keep-alive mode, server did
 //! not ask to close) before it counts as finished. Every live connection is therefore either
 //! idle or held by a request in flight, and a scenario never holds more connections than its
-//! `--max-in-flight` (a closed-model worker's client: one). With several shards (runtime
-//! threads) each keeps its own idle list, so a connection is normally reused on the thread that
-//! drives it; a shard whose list is empty takes another shard's idle connection before it opens
-//! a new one, which keeps the bound exact. In close mode every request opens
+//! `--max-in-flight` (a closed-model worker's client: one). In close mode every request opens
 //! its own connection (and TLS handshake), sends `Connection: close` and drives that connection
 //! in its own task, closing it as soon as the response is complete.
 //!
@@ -159,9 +156,8 @@ pub struct HttpClient {
     target: Arc<Target>,
     mode: ConnMode,
     timeout: Duration,
-    /// Idle keep-alive connections, one list per shard. A lock is held for a push or a pop,
-    /// never across an await.
-    idle: Vec<Mutex<Vec<Conn>>>,
+    /// Idle keep-alive connections. The lock is held for a push or a pop, never across an await.
+    idle: Mutex<Vec<Conn>>,
     revision_header: HeaderName,
     replica_header: HeaderName,
 }
@@ -171,30 +167,25 @@ static UA: HeaderValue =
 static CLOSE: HeaderValue = HeaderValue::from_static("close");
 
 impl HttpClient {
-    /// A client for `target` used from `shards` runtime threads (requests name theirs, from 0).
-    /// `max_conns` only sizes the idle lists: the connection bound comes from the callers'
-    /// in-flight cap (see the module docs).
+    /// A client for `target`. `max_conns` only sizes the idle list: the connection bound comes
+    /// from the callers' in-flight cap (see the module docs).
     pub fn new(
         target: Arc<Target>,
         mode: ConnMode,
         timeout: Duration,
         max_conns: usize,
-        shards: usize,
         revision_header: HeaderName,
         replica_header: HeaderName,
     ) -> Self {
-        let shards = shards.max(1);
         let cap = match mode {
             ConnMode::Close => 0,
-            ConnMode::KeepAlive => max_conns.div_ceil(shards).min(1024),
+            ConnMode::KeepAlive => max_conns.min(1024),
         };
         HttpClient {
             target,
             mode,
             timeout,
-            idle: (0..shards)
-                .map(|_| Mutex::new(Vec::with_capacity(cap)))
-                .collect(),
+            idle: Mutex::new(Vec::with_capacity(cap)),
             revision_header,
             replica_header,
         }
@@ -202,10 +193,9 @@ impl HttpClient {
 
     /// Sends one GET and reads the whole body, within the scenario's timeout. Never fails: every
     /// error becomes a classified [`Response`]. `want_msg` asks for the error text (for `req`
-    /// lines); without it no string is built. `shard` is the caller's runtime thread (0 when
-    /// there is one).
-    pub async fn get(&self, want_msg: bool, shard: usize) -> Response {
-        match tokio::time::timeout(self.timeout, self.get_inner(shard)).await {
+    /// lines); without it no string is built.
+    pub async fn get(&self, want_msg: bool) -> Response {
+        match tokio::time::timeout(self.timeout, self.get_inner()).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => Response {
                 status: None,
@@ -237,28 +227,21 @@ impl HttpClient {
         req
     }
 
-    /// An idle connection that is still usable, if any: `shard`'s own first, then any other
-    /// shard's (a new connection is opened only when no shard has one idle).
-    async fn take_idle(&self, shard: usize) -> Option<Conn> {
-        let n = self.idle.len();
-        for list in (0..n).map(|i| &self.idle[(shard + i) % n]) {
-            loop {
-                let popped = list.lock().ok().and_then(|mut idle| idle.pop());
-                let Some(mut c) = popped else { break };
-                if c.is_closed() {
-                    continue;
-                }
-                if c.ready().await.is_ok() {
-                    return Some(c);
-                }
+    /// An idle connection that is still usable, if any.
+    async fn take_idle(&self) -> Option<Conn> {
+        loop {
+            let mut c = self.idle.lock().ok()?.pop()?;
+            if c.is_closed() {
+                continue;
+            }
+            if c.ready().await.is_ok() {
+                return Some(c);
             }
         }
-        None
     }
 
-    fn put_idle(&self, shard: usize, c: Conn) {
-        let list = &self.idle[shard % self.idle.len()];
-        if let Ok(mut idle) = list.lock() {
+    fn put_idle(&self, c: Conn) {
+        if let Ok(mut idle) = self.idle.lock() {
             idle.push(c);
         }
     }
@@ -335,9 +318,9 @@ impl HttpClient {
         }
     }
 
-    async fn get_inner(&self, shard: usize) -> Result<Response, Fail> {
+    async fn get_inner(&self) -> Result<Response, Fail> {
         match self.mode {
-            ConnMode::KeepAlive => self.get_pooled(shard).await,
+            ConnMode::KeepAlive => self.get_pooled().await,
             ConnMode::Close => {
                 let tcp = self.tcp().await?;
                 match &self.target.tls {
@@ -355,8 +338,8 @@ impl HttpClient {
     }
 
     /// Keep-alive mode: an idle connection or a new one, given back unless the server closes it.
-    async fn get_pooled(&self, shard: usize) -> Result<Response, Fail> {
-        let (mut conn, was_reused) = match self.take_idle(shard).await {
+    async fn get_pooled(&self) -> Result<Response, Fail> {
+        let (mut conn, was_reused) = match self.take_idle().await {
             Some(c) => (c, true),
             None => (self.connect().await?, false),
         };
@@ -374,7 +357,7 @@ impl HttpClient {
         };
         let (response, server_closes) = self.read_response(resp).await?;
         if !server_closes {
-            self.put_idle(shard, conn);
+            self.put_idle(conn);
         }
         Ok(response)
     }

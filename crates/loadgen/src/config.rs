@@ -125,9 +125,8 @@ pub struct Args {
     #[arg(long, env = "PACING", default_value = "1ms", value_parser = parse_duration)]
     pub pacing: Duration,
     /// Runtime threads [auto: 1 below 5,000 RPS in all, else the CPUs available to the
-    /// process]. Each thread runs its own runtime with every N-th arrival of each scenario and
-    /// keeps its requests' connections; one thread is the cheapest per request, above ~5,000
-    /// RPS more threads raise the highest rate held (docs/BENCHMARKS.md).
+    /// process]. 1 is a current-thread runtime, the cheapest per request; above ~5,000 RPS a
+    /// second thread raises the highest rate held (docs/BENCHMARKS.md).
     #[arg(long, env = "THREADS")]
     pub threads: Option<usize>,
 }

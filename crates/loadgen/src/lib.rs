@@ -14,12 +14,6 @@
 //! One aggregator task owns every counter and histogram; request tasks report to it over a
 //! channel, so the hot path takes no lock. Nothing is kept per request: memory is bounded by the
 //! number of scenarios and staircase steps.
-//!
-//! **Shards.** With `--threads N` the run spreads over N current-thread runtimes, each on its own
-//! thread (thread per core, no work stealing): shard `k` schedules the arrivals `i ≡ k (mod N)`
-//! of every open-model scenario with its own pacer and its own connection pool, and runs the
-//! closed-model workers `w ≡ k (mod N)`. A request, its connection and its timer stay on one
-//! thread; only the outcome crosses to the aggregator (on the thread that called [`run`]).
 
 pub mod client;
 pub mod config;
@@ -106,7 +100,6 @@ enum Msg {
 struct Scn {
     idx: usize,
     cfg: ScenarioConfig,
-    /// None for a closed-model scenario, whose workers own theirs.
     client: Option<HttpClient>,
     in_flight: AtomicUsize,
     started: AtomicU64,
@@ -118,21 +111,6 @@ struct Scn {
 }
 
 impl Scn {
-    /// Takes an in-flight slot unless the scenario is at `--max-in-flight` (exact across shards).
-    fn try_start(&self) -> bool {
-        let max = self.cfg.max_in_flight;
-        let took = self
-            .in_flight
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_ok();
-        if took {
-            self.started.fetch_add(1, Ordering::AcqRel);
-        }
-        took
-    }
-
     fn wall_ms(&self, t: Instant) -> i64 {
         self.start_wall_ms
             + i64::try_from(t.saturating_duration_since(self.start).as_millis())
@@ -190,27 +168,10 @@ fn now_wall_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Runs the load to its end (or until `shutdown` resolves) on the current runtime alone,
-/// printing every line to `out`. [`run_blocking`] is what spreads a run over `--threads`.
+/// Runs the load to its end (or until `shutdown` resolves), printing every line to `out`.
 ///
 /// Errors of the target never end the run: they are classified and counted.
 pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -> Report {
-    run_sharded(cfg, out, shutdown, &[]).await
-}
-
-/// [`run`] with the schedules spread over the current runtime and the `extra` ones (see the
-/// module docs on shards). Each extra runtime must be driven (a thread in `block_on`) until this
-/// returns.
-pub async fn run_sharded(
-    cfg: Config,
-    out: Output,
-    shutdown: impl Future<Output = ()>,
-    extra: &[tokio::runtime::Handle],
-) -> Report {
-    let shards: Vec<tokio::runtime::Handle> = std::iter::once(tokio::runtime::Handle::current())
-        .chain(extra.iter().cloned())
-        .collect();
-    let n_shards = shards.len();
     let start = Instant::now();
     let start_wall_ms = now_wall_ms();
     out.emit(Meta {
@@ -242,7 +203,6 @@ pub async fn run_sharded(
                     sc.connection,
                     sc.timeout,
                     sc.max_in_flight,
-                    n_shards,
                     cfg.revision_header.clone(),
                     cfg.replica_header.clone(),
                 )
@@ -275,35 +235,25 @@ pub async fn run_sharded(
                 } else {
                     Profile::constant(p.peak_rate(), run_len.as_secs_f64())
                 };
-                for (k, shard) in shards.iter().enumerate() {
-                    schedulers.push(shard.spawn(open_loop(
-                        s.clone(),
-                        Shard { k, of: n_shards },
-                        profile.clone(),
-                        end,
-                        cfg.pacing,
-                        cancel.clone(),
-                    )));
-                }
+                schedulers.push(tokio::spawn(open_loop(
+                    s.clone(),
+                    profile,
+                    end,
+                    cfg.pacing,
+                    cancel.clone(),
+                )));
             }
             Model::Closed { workers, think } => {
-                for w in 0..*workers {
+                for _ in 0..*workers {
                     let client = HttpClient::new(
                         s.cfg.target.clone(),
                         s.cfg.connection,
                         s.cfg.timeout,
                         1,
-                        1,
                         cfg.revision_header.clone(),
                         cfg.replica_header.clone(),
                     );
-                    shards[w % n_shards].spawn(worker(
-                        s.clone(),
-                        client,
-                        *think,
-                        end,
-                        cancel.clone(),
-                    ));
+                    tokio::spawn(worker(s.clone(), client, *think, end, cancel.clone()));
                 }
             }
         }
@@ -359,40 +309,21 @@ pub async fn run_sharded(
     }
 }
 
-/// Builds one current-thread runtime per `--threads` (the calling thread's and one thread per
-/// extra shard), installs SIGTERM/SIGINT handling and runs to the end. What the binary calls.
+/// Builds the runtime (current-thread for `--threads 1`), installs SIGTERM/SIGINT handling and
+/// runs to the end. What the binary calls.
 pub fn run_blocking(cfg: Config, out: Output) -> Result<Report, RunError> {
-    let current_thread = || {
+    let rt = if cfg.threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(RunError::Runtime)
-    };
-    let rt = current_thread()?;
-    // Extra shards: each thread drives its runtime until the run is over, then drops it (with
-    // whatever connection tasks it still holds).
-    let over = CancellationToken::new();
-    let mut extra = Vec::new();
-    let mut threads = Vec::new();
-    for k in 1..cfg.threads.max(1) {
-        let shard = current_thread()?;
-        extra.push(shard.handle().clone());
-        let stop = over.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("loadgen-shard-{k}"))
-            .spawn(move || shard.block_on(stop.cancelled()));
-        match spawned {
-            Ok(t) => threads.push(t),
-            Err(e) => {
-                over.cancel();
-                for t in threads {
-                    let _ = t.join();
-                }
-                return Err(RunError::Runtime(e));
-            }
-        }
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cfg.threads)
+            .enable_all()
+            .build()
     }
-    let report = rt.block_on(async move {
+    .map_err(RunError::Runtime)?;
+    rt.block_on(async move {
         use tokio::signal::unix::{SignalKind, signal};
         let mut term = signal(SignalKind::terminate()).map_err(RunError::Signal)?;
         let mut int = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
@@ -402,28 +333,15 @@ pub fn run_blocking(cfg: Config, out: Output) -> Result<Report, RunError> {
                 _ = int.recv() => {}
             }
         };
-        Ok(run_sharded(cfg, out, shutdown, &extra).await)
-    });
-    over.cancel();
-    for t in threads {
-        let _ = t.join();
-    }
-    report
+        Ok(run(cfg, out, shutdown).await)
+    })
 }
 
-/// Which share of a schedule a scheduler sends: arrivals `i` with `i % of == k`.
-#[derive(Clone, Copy)]
-struct Shard {
-    k: usize,
-    of: usize,
-}
-
-/// The open-model scheduler of one scenario on one shard: waits for each absolute due time of
-/// its share ([`Pacer`]: a timerfd on Linux, within `--pacing` of it) and spawns the request on
-/// this shard, or counts it as dropped when the scenario is at its in-flight cap.
+/// The open-model scheduler of one scenario: waits for each absolute due time ([`Pacer`]: a
+/// timerfd on Linux, within `--pacing` of it) and spawns the request, or counts it as dropped
+/// when the scenario is at its in-flight cap.
 async fn open_loop(
     s: Arc<Scn>,
-    shard: Shard,
     profile: Profile,
     end: Instant,
     pacing: Duration,
@@ -433,12 +351,7 @@ async fn open_loop(
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
     let mut cur_step = None;
-    let mine = profile
-        .arrivals()
-        .enumerate()
-        .filter(|(i, _)| i % shard.of == shard.k)
-        .map(|(_, a)| a);
-    for (offset, step) in mine {
+    for (offset, step) in profile.arrivals() {
         let at = s.start + offset;
         if at >= end {
             break;
@@ -459,19 +372,21 @@ async fn open_loop(
                 let _ = s.tx.send(Msg::StepStart(k));
             }
         }
-        if !s.try_start() {
+        if s.in_flight.load(Ordering::Acquire) >= s.cfg.max_in_flight {
             let _ = s.tx.send(Msg::Dropped {
                 scenario: s.idx,
                 step,
             });
             continue;
         }
+        s.in_flight.fetch_add(1, Ordering::AcqRel);
+        s.started.fetch_add(1, Ordering::AcqRel);
         let guard = InFlight(s.clone());
         tokio::spawn(async move {
             let s = &guard.0;
             let sent = Instant::now();
             if let Some(c) = &s.client {
-                let r = c.get(s.want_msg, shard.k).await;
+                let r = c.get(s.want_msg).await;
                 s.report(r, at, sent, Instant::now(), step);
             }
             drop(guard);
@@ -495,7 +410,7 @@ async fn worker(
         s.started.fetch_add(1, Ordering::AcqRel);
         let guard = InFlight(s.clone());
         let sent = Instant::now();
-        let r = client.get(s.want_msg, 0).await;
+        let r = client.get(s.want_msg).await;
         s.report(r, sent, sent, Instant::now(), None);
         drop(guard);
         if !think.is_zero() {

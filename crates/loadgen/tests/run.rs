@@ -19,7 +19,7 @@ use labkit::event::loadgen::{Bucket, Step};
 use tokio::net::TcpListener;
 
 mod common;
-use common::{buckets, reqs, run, run_sharded, summary};
+use common::{buckets, reqs, run, summary};
 use tokio::time::Instant;
 
 /// The test server's knobs and counters.
@@ -479,10 +479,6 @@ async fn sigterm_flushes_the_open_bucket_and_the_summary() {
             "1s",
             "--also",
             "rate=1,path=/slow?ms=20000,timeout=30s,name=slow",
-            // Two shards: the signal stops both, and the shard thread's requests still in
-            // flight are counted too.
-            "--threads",
-            "2",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -647,177 +643,4 @@ async fn keep_alive_never_holds_more_connections_than_max_in_flight() {
         "{conns} connections accepted for {} requests with --max-in-flight 4",
         s.count
     );
-}
-
-// --- shards (`--threads N`): a current-thread runtime per thread, arrivals i ≡ k (mod N) -------
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_shards_send_every_arrival_once_at_its_time() {
-    let srv = Server::start().await;
-    let url = srv.url("/");
-    let lines = run_sharded(
-        &[
-            "--url",
-            &url,
-            "--rate",
-            "60",
-            "--duration",
-            "2.5s",
-            "--bucket",
-            "1s",
-            "--log-requests",
-            "all",
-        ],
-        3,
-    )
-    .await;
-    let s = summary(&lines, "main");
-    assert_eq!(s.count, 150, "2.5 s at 60/s is exactly 150 arrivals");
-    assert_eq!((s.ok, s.err, s.dropped), (150, 0, 0));
-    assert_eq!(srv.requests(), 150);
-    assert_eq!(
-        buckets(&lines, "main").iter().map(|b| b.count).sum::<u64>(),
-        150
-    );
-    // Every due time once: the scheduled times are start + i/60 s (16.7 ms apart, printed in
-    // whole milliseconds), none twice, none skipped, whichever shard sent it.
-    let mut due: Vec<i64> = reqs(&lines, "main")
-        .iter()
-        .map(|r| r.scheduled_ts.epoch_ms())
-        .collect();
-    due.sort_unstable();
-    assert_eq!(due.len(), 150);
-    for (i, w) in due.windows(2).enumerate() {
-        let gap = w[1] - w[0];
-        assert!(
-            (16..=17).contains(&gap),
-            "arrivals {i} and {}: {gap} ms apart",
-            i + 1
-        );
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn max_in_flight_is_one_cap_across_shards() {
-    let srv = Server::start().await;
-    let url = srv.url("/slow?ms=2500");
-    let lines = run_sharded(
-        &[
-            "--url",
-            &url,
-            "--rate",
-            "50",
-            "--duration",
-            "1s",
-            "--bucket",
-            "1s",
-            "--max-in-flight",
-            "5",
-            "--timeout",
-            "5s",
-        ],
-        3,
-    )
-    .await;
-    let s = summary(&lines, "main");
-    assert_eq!(
-        (s.count, s.ok, s.dropped),
-        (5, 5, 45),
-        "5 in flight in all, not per shard"
-    );
-    assert_eq!(srv.requests(), 5);
-
-    // Keep-alive: each shard has its own idle list, yet the scenario never holds more
-    // connections than --max-in-flight (a shard borrows another's idle connection first).
-    let srv = Server::start().await;
-    let url = srv.url("/jitter");
-    let lines = run_sharded(
-        &[
-            "--url",
-            &url,
-            "--rate",
-            "400",
-            "--duration",
-            "2s",
-            "--bucket",
-            "1s",
-            "--max-in-flight",
-            "4",
-        ],
-        3,
-    )
-    .await;
-    let s = summary(&lines, "main");
-    assert_eq!(s.count + s.dropped, 800, "every arrival is sent or dropped");
-    assert_eq!(s.err, 0, "{:?}", s.errors);
-    let conns = srv.state.conns.load(Ordering::SeqCst);
-    assert!(
-        (1..=4).contains(&conns),
-        "{conns} connections accepted for {} requests with --max-in-flight 4 on 3 shards",
-        s.count
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closed_model_workers_and_staircase_steps_spread_over_shards() {
-    let srv = Server::start().await;
-    let url = srv.url("/");
-    let lines = run_sharded(
-        &[
-            "--url",
-            &url,
-            "--workers",
-            "3",
-            "--think",
-            "10ms",
-            "--duration",
-            "1s",
-            "--bucket",
-            "1s",
-        ],
-        2,
-    )
-    .await;
-    let s = summary(&lines, "main");
-    assert!(s.count >= 30, "{}", s.count);
-    assert_eq!(s.ok, s.count);
-    assert_eq!(
-        srv.state.conns.load(Ordering::SeqCst),
-        3,
-        "one persistent connection per worker, whichever shard runs it"
-    );
-
-    let srv = Server::start().await;
-    let url = srv.url("/");
-    let lines = run_sharded(
-        &[
-            "--url",
-            &url,
-            "--duration",
-            "60s",
-            "--bucket",
-            "1s",
-            "--staircase",
-            "20,30",
-            "--step",
-            "1s",
-            "--pause",
-            "500ms",
-        ],
-        2,
-    )
-    .await;
-    let steps: Vec<(u32, u64)> = lines
-        .iter()
-        .filter_map(|l| match l {
-            Line::Step(s) => Some((s.step, s.count)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        steps,
-        [(1, 20), (2, 30)],
-        "one line per step, not one per shard"
-    );
-    assert_eq!(summary(&lines, "main").count, 50);
 }

@@ -15,33 +15,6 @@ pub async fn run(args: &[&str]) -> Vec<Line> {
     lines.lock().unwrap().clone()
 }
 
-/// Like [`run`], spread over `shards` runtimes: the test's own plus `shards - 1` current-thread
-/// runtimes on their own threads, as `loadgen --threads N` does.
-pub async fn run_sharded(args: &[&str], shards: usize) -> Vec<Line> {
-    let mut a = vec!["loadgen"];
-    a.extend_from_slice(args);
-    let cfg = loadgen::Config::from_args(a).unwrap();
-    let (out, lines) = loadgen::Output::memory();
-    let over = tokio_util::sync::CancellationToken::new();
-    let (handles, threads): (Vec<_>, Vec<_>) = (1..shards)
-        .map(|_| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            let h = rt.handle().clone();
-            let over = over.clone();
-            (h, std::thread::spawn(move || rt.block_on(over.cancelled())))
-        })
-        .unzip();
-    loadgen::run_sharded(cfg, out, std::future::pending(), &handles).await;
-    over.cancel();
-    for t in threads {
-        t.join().unwrap();
-    }
-    lines.lock().unwrap().clone()
-}
-
 pub fn buckets<'a>(lines: &'a [Line], scenario: &str) -> Vec<&'a Bucket> {
     lines
         .iter()
