@@ -479,6 +479,9 @@ async fn sigterm_flushes_the_open_bucket_and_the_summary() {
             "1s",
             "--also",
             "rate=1,path=/slow?ms=20000,timeout=30s,name=slow",
+            // The multi-thread runtime (the default from 5,000 RPS): the signal stops it too.
+            "--threads",
+            "2",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
