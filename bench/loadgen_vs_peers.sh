@@ -25,7 +25,9 @@
 #        CEIL_RATES="4000 8000 12000 16000 24000 32000" (ladder for the highest rate held),
 #        ACCURACY_DUR=60 (the schedule-accuracy runs: both modes, default pacing and --pacing 0), SKIP_SUBJECT=1 to skip the subject target,
 #        PHASES="fixed ceiling accuracy threads" (threads: the ceiling ladder again for loadgen
-#        with --threads 2, shown as tool `loadgen2`; results append to an existing results.tsv).
+#        with --threads 2, shown as tool `loadgen2`; results append to an existing results.tsv),
+#        LOADGEN_B=/path/to/another/loadgen (an A/B in the same run: that build's rows are tools
+#        `loadgenB` in the fixed phase and `loadgenB2` in the threads phase).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,6 +72,8 @@ fi
 LOADGEN=${LOADGEN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/loadgen}
 SUBJECT=${SUBJECT:-${CARGO_TARGET_DIR:-$ROOT/target}/release/subject}
 [ -x "$LOADGEN" ] || { echo "no loadgen binary at $LOADGEN (set LOADGEN= or BUILD=1)" >&2; exit 1; }
+LOADGEN_B=${LOADGEN_B:-}
+[ -z "$LOADGEN_B" ] || [ -x "$LOADGEN_B" ] || { echo "LOADGEN_B=$LOADGEN_B is not an executable" >&2; exit 1; }
 [ -n "${SKIP_SUBJECT:-}" ] || [ -x "$SUBJECT" ] || { echo "no subject binary at $SUBJECT (set SUBJECT=, BUILD=1 or SKIP_SUBJECT=1)" >&2; exit 1; }
 
 # --- machine -----------------------------------------------------------------------------------
@@ -85,6 +89,7 @@ SUBJECT=${SUBJECT:-${CARGO_TARGET_DIR:-$ROOT/target}/release/subject}
   echo "oha: $("$OHA" --version)"
   echo "nginx: $("$NGINX" -v 2>&1)"
   echo "loadgen: $(cd "$ROOT" && git rev-parse --short HEAD)"
+  echo "loadgen_b: ${LOADGEN_B:-none} ${LOADGEN_B_REV:-}"
   echo "dur_s: $DUR rate: $RATE ceil_rates: $CEIL_RATES"
   echo "command: bench/loadgen_vs_peers.sh $*"
 } > "$OUT/machine.txt"
@@ -154,14 +159,16 @@ run() {
   local out="$OUT/raw/$name.out" tm="$OUT/raw/$name.time"
   log "run $name"
   case $tool in
-    loadgen|loadgen2|loadgenP0)
+    loadgen|loadgen2|loadgenP0|loadgenB|loadgenB2)
       # loadgen: one thread (explicit: the default is every CPU from 5,000 RPS on); loadgen2: two
       # threads (that default on this 2-core machine); loadgenP0: one thread, --pacing 0 (a
-      # timer wake-up per request instead of at most one per millisecond).
-      local threads=1 pacing=1ms
-      [ "$tool" = loadgen2 ] && threads=2
+      # timer wake-up per request instead of at most one per millisecond); loadgenB/loadgenB2:
+      # the LOADGEN_B build with one / two threads.
+      local threads=1 pacing=1ms bin=$LOADGEN
+      case $tool in loadgen2|loadgenB2) threads=2 ;; esac
+      case $tool in loadgenB|loadgenB2) bin=$LOADGEN_B ;; esac
       [ "$tool" = loadgenP0 ] && pacing=0
-      /usr/bin/time -f '%U %S %e' -o "$tm" "$LOADGEN" --url "$url" --rate "$rate" --duration "$dur" \
+      /usr/bin/time -f '%U %S %e' -o "$tm" "$bin" --url "$url" --rate "$rate" --duration "$dur" \
         --connection "$mode" --bucket 10s --log-requests none --threads "$threads" \
         --pacing "$pacing" > "$out" 2> "$out.err" || true ;;
     k6)
@@ -235,7 +242,7 @@ has() { case " $PHASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 # 1. the same rate, every tool, both modes, both targets
 has fixed && for target in $TARGETS; do
   for mode in close keep-alive; do
-    for tool in loadgen k6 oha; do
+    for tool in loadgen k6 oha ${LOADGEN_B:+loadgenB}; do
       n=$(run "$tool" "$mode" "$target" "$RATE" "$DUR"); record fixed "$n" "$tool" "$mode" "$target" "$RATE" "$DUR"
     done
   done
@@ -255,11 +262,13 @@ has accuracy && for mode in keep-alive close; do
     n=$(run "$tool" "$mode" nginx "$RATE" "$ACCURACY_DUR"); record accuracy "$n" "$tool" "$mode" nginx "$RATE" "$ACCURACY_DUR"
   done
 done
-# 4. the ladder again for loadgen on a 2-worker runtime (--threads 2)
+# 4. the ladder again for loadgen with two threads (--threads 2), and for the LOADGEN_B build
 has threads && for mode in close keep-alive; do
-  for rate in $CEIL_RATES; do
-    n=$(run loadgen2 "$mode" nginx "$rate" "$DUR"); record threads "$n" loadgen2 "$mode" nginx "$rate" "$DUR"
-    held "$n" "$rate" "$DUR" || break
+  for tool in loadgen2 ${LOADGEN_B:+loadgenB2}; do
+    for rate in $CEIL_RATES; do
+      n=$(run "$tool" "$mode" nginx "$rate" "$DUR"); record threads "$n" "$tool" "$mode" nginx "$rate" "$DUR"
+      held "$n" "$rate" "$DUR" || break
+    done
   done
 done
 
