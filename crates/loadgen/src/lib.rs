@@ -4,7 +4,8 @@
 //!   start ([`profile`]: `start + i / rate`, or a ramp / staircase), each spawned as its own task
 //!   when due. Latency is measured from the scheduled time (coordinated-omission free) and from
 //!   the actual send. A request that would exceed `--max-in-flight` is counted as `dropped` and
-//!   never queued (k6's dropped iterations).
+//!   never queued (k6's dropped iterations); so is one already due when the run stops but not
+//!   yet sent because the scheduler fell behind (sent + dropped = every arrival due).
 //! - **Closed model** (`--workers N --think D`): N workers, each with its own connection.
 //! - **Side streams** (`--also`): extra open-model scenarios with their own connections.
 //! - **Output**: `meta`, a `bucket` per scenario per wall-clock aligned window (also when empty),
@@ -351,18 +352,38 @@ async fn open_loop(
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
     let mut cur_step = None;
-    for (offset, step) in profile.arrivals() {
+    let mut arrivals = profile.arrivals();
+    while let Some((offset, step)) = arrivals.next() {
         let at = s.start + offset;
         if at >= end {
             break;
         }
-        if at > Instant::now() {
+        let stopped = if at > Instant::now() {
             tokio::select! {
                 biased;
-                _ = &mut cancelled => break,
-                _ = pacer.wait_until(at) => {}
+                _ = &mut cancelled => true,
+                _ = pacer.wait_until(at) => false,
             }
-        } else if cancel.is_cancelled() {
+        } else {
+            cancel.is_cancelled()
+        };
+        if stopped {
+            // The run stops. When this scheduler was behind (a CPU too busy to keep up, even
+            // for the wake-up it waited for) this arrival and others may be due but unsent:
+            // they count as dropped, so that sent + dropped is every arrival due by the stop.
+            let stop = Instant::now();
+            let due = std::iter::once((offset, step))
+                .chain(arrivals)
+                .take_while(|(o, _)| {
+                    let t = s.start + *o;
+                    t <= stop && t < end
+                });
+            for (_, step) in due {
+                let _ = s.tx.send(Msg::Dropped {
+                    scenario: s.idx,
+                    step,
+                });
+            }
             break;
         }
         // A new staircase step begins (after the pause): the previous step's line can go out.

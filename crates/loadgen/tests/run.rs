@@ -206,6 +206,44 @@ async fn dropped_counting_when_the_server_stalls_under_max_in_flight() {
     assert_eq!(srv.requests(), 5);
 }
 
+/// A scheduler that falls behind (here: its one runtime thread blocked for 600 ms from 0.7 s
+/// into a 1 s run) leaves arrivals due but unsent when the run stops: they count as dropped.
+#[tokio::test(flavor = "current_thread")]
+async fn arrivals_due_but_unsent_when_the_run_stops_count_as_dropped() {
+    let srv = Server::start().await;
+    let url = srv.url("/");
+    tokio::spawn(async {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        // Blocks the runtime's only thread on purpose: a CPU too busy for the scheduler.
+        std::thread::sleep(Duration::from_millis(600));
+    });
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "100",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert_eq!(
+        s.count + s.dropped,
+        100,
+        "every arrival due in the run is sent or dropped: {s:?}"
+    );
+    assert!(s.dropped >= 20, "the blocked 300 ms were dropped: {s:?}");
+    assert_eq!(
+        buckets(&lines, "main")
+            .iter()
+            .map(|b| b.dropped)
+            .sum::<u64>(),
+        s.dropped
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latency_from_scheduled_time_grows_when_the_server_stalls() {
     let srv = Server::start().await;
