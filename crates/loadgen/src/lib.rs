@@ -112,6 +112,14 @@ struct Scn {
 }
 
 impl Scn {
+    /// Counts an arrival of (staircase) `step` as dropped: due, never sent.
+    fn dropped(&self, step: Option<u32>) {
+        let _ = self.tx.send(Msg::Dropped {
+            scenario: self.idx,
+            step,
+        });
+    }
+
     fn wall_ms(&self, t: Instant) -> i64 {
         self.start_wall_ms
             + i64::try_from(t.saturating_duration_since(self.start).as_millis())
@@ -379,10 +387,7 @@ async fn open_loop(
                     t <= stop && t < end
                 });
             for (_, step) in due {
-                let _ = s.tx.send(Msg::Dropped {
-                    scenario: s.idx,
-                    step,
-                });
+                s.dropped(step);
             }
             break;
         }
@@ -394,10 +399,7 @@ async fn open_loop(
             }
         }
         if s.in_flight.load(Ordering::Acquire) >= s.cfg.max_in_flight {
-            let _ = s.tx.send(Msg::Dropped {
-                scenario: s.idx,
-                step,
-            });
+            s.dropped(step);
             continue;
         }
         s.in_flight.fetch_add(1, Ordering::AcqRel);
