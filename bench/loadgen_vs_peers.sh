@@ -27,7 +27,8 @@
 #        PHASES="fixed ceiling accuracy threads" (threads: the ceiling ladder again for loadgen
 #        with --threads 2, shown as tool `loadgen2`; results append to an existing results.tsv),
 #        LOADGEN_B=/path/to/another/loadgen (an A/B in the same run: that build's rows are tools
-#        `loadgenB` in the fixed phase and `loadgenB2` in the threads phase).
+#        `loadgenB` in the fixed phase and `loadgenB2` in the threads phase; LOADGEN_B_REV=<rev>
+#        names that build in machine.txt).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
