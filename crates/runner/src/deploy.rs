@@ -286,11 +286,20 @@ mod tests {
             std::os::unix::net::UnixListener::bind(dir.path().join("docker.sock")).unwrap();
         let h = std::thread::spawn(move || {
             let (mut c, _) = listener.accept().unwrap();
-            let mut req = [0u8; 256];
-            let n = c.read(&mut req).unwrap();
+            // Read the whole request head (it may come in several writes) before answering:
+            // answering and closing early made the client's next write fail with EPIPE.
+            let mut req = Vec::new();
+            let mut buf = [0u8; 256];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = c.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                req.extend_from_slice(&buf[..n]);
+            }
             c.write_all(format!("{status_line}\r\nContent-Length: 0\r\n\r\n").as_bytes())
                 .unwrap();
-            String::from_utf8_lossy(&req[..n]).into_owned()
+            String::from_utf8_lossy(&req).into_owned()
         });
         (dir, h)
     }
