@@ -6,8 +6,9 @@
 //! not ask to close) before it counts as finished. Every live connection is therefore either
 //! idle or held by a request in flight, and a scenario never holds more connections than its
 //! `--max-in-flight` (a closed-model worker's client: one). In close mode every request opens
-//! its own connection (and TLS handshake), sends `Connection: close` and drives that connection
-//! in its own task, closing it as soon as the response is complete.
+//! its own connection (and TLS handshake), sends `Connection: close` and reads the response
+//! itself ([`crate::oneshot`], no hyper connection), closing the connection as soon as the
+//! response is complete.
 //!
 //! Stages are classified where they fail: resolving (`dns`), TCP connect (`connect`), TLS
 //! handshake (`tls`), then the exchange itself (`reset`, `timeout`, `protocol`, ...).
@@ -27,6 +28,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use crate::config::ConnMode;
+use crate::oneshot::{self, ExchangeError, Wanted};
 
 /// The result of one request, before attribution to a window.
 pub struct Response {
@@ -50,6 +52,8 @@ pub struct Target {
     /// The address when the host is an IP literal (no lookup per connection).
     literal: Option<SocketAddr>,
     tls: Option<(TlsConnector, ServerName<'static>)>,
+    /// Close mode's whole request, written as it is on every connection.
+    close_request: Box<[u8]>,
 }
 
 /// Why a client could not be built from a URL.
@@ -107,8 +111,14 @@ impl Target {
         } else {
             None
         };
+        let close_request = format!(
+            "GET {path} HTTP/1.1\r\nhost: {host_part}\r\nuser-agent: {UA_TEXT}\r\nconnection: close\r\n\r\n"
+        )
+        .into_bytes()
+        .into_boxed_slice();
         Ok(Target {
             uri: uri.clone(),
+            close_request,
             path,
             host_header,
             host,
@@ -126,6 +136,7 @@ enum Fail {
     Connect(std::io::Error),
     Tls(std::io::Error),
     Http(hyper::Error),
+    Exchange(ExchangeError),
 }
 
 impl Fail {
@@ -136,6 +147,7 @@ impl Fail {
             Fail::Connect(_) => "connect",
             Fail::Tls(_) => "tls",
             Fail::Http(e) => classify(e),
+            Fail::Exchange(e) => e.class(),
         }
     }
 
@@ -145,6 +157,7 @@ impl Fail {
             Fail::Connect(e) => format!("connecting: {}", chain(e)),
             Fail::Tls(e) => format!("TLS handshake: {}", chain(e)),
             Fail::Http(e) => chain(e),
+            Fail::Exchange(e) => chain(e),
         }
     }
 }
@@ -162,9 +175,8 @@ pub struct HttpClient {
     replica_header: HeaderName,
 }
 
-static UA: HeaderValue =
-    HeaderValue::from_static(concat!("probelab-loadgen/", env!("CARGO_PKG_VERSION")));
-static CLOSE: HeaderValue = HeaderValue::from_static("close");
+const UA_TEXT: &str = concat!("probelab-loadgen/", env!("CARGO_PKG_VERSION"));
+static UA: HeaderValue = HeaderValue::from_static(UA_TEXT);
 
 impl HttpClient {
     /// A client for `target`. `max_conns` only sizes the idle list: the connection bound comes
@@ -221,9 +233,6 @@ impl HttpClient {
         let h = req.headers_mut();
         h.insert(HOST, self.target.host_header.clone());
         h.insert(USER_AGENT, UA.clone());
-        if self.mode == ConnMode::Close {
-            h.insert(CONNECTION, CLOSE.clone());
-        }
         req
     }
 
@@ -301,19 +310,23 @@ impl HttpClient {
                 });
                 Ok(sr)
             }
+            // Boxed like close mode's TLS exchange (see `get_inner`).
             Some((connector, name)) => {
-                let tls = connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(Fail::Tls)?;
-                let (sr, conn) = builder
-                    .handshake(TokioIo::new(tls))
-                    .await
-                    .map_err(Fail::Http)?;
-                tokio::spawn(async move {
-                    let _ = conn.await;
-                });
-                Ok(sr)
+                Box::pin(async move {
+                    let tls = connector
+                        .connect(name.clone(), tcp)
+                        .await
+                        .map_err(Fail::Tls)?;
+                    let (sr, conn) = builder
+                        .handshake(TokioIo::new(tls))
+                        .await
+                        .map_err(Fail::Http)?;
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                    Ok(sr)
+                })
+                .await
             }
         }
     }
@@ -324,13 +337,18 @@ impl HttpClient {
             ConnMode::Close => {
                 let tcp = self.tcp().await?;
                 match &self.target.tls {
-                    None => self.get_once(TokioIo::new(tcp)).await,
+                    None => self.get_once(tcp).await,
+                    // Boxed: a TLS stream is kilobytes, and every plain-HTTP request's future
+                    // (moved into its task when spawned) would otherwise be as large.
                     Some((connector, name)) => {
-                        let tls = connector
-                            .connect(name.clone(), tcp)
-                            .await
-                            .map_err(Fail::Tls)?;
-                        self.get_once(TokioIo::new(tls)).await
+                        Box::pin(async move {
+                            let tls = connector
+                                .connect(name.clone(), tcp)
+                                .await
+                                .map_err(Fail::Tls)?;
+                            self.get_once(tls).await
+                        })
+                        .await
                     }
                 }
             }
@@ -362,31 +380,25 @@ impl HttpClient {
         Ok(response)
     }
 
-    /// Close mode: the one request of a connection, driven in this task (no connection task
-    /// to spawn); the connection is closed by dropping it as soon as the response is complete.
-    async fn get_once<I>(&self, io: I) -> Result<Response, Fail>
+    /// Close mode: the one request of a connection ([`oneshot`]); dropping `io` closes it.
+    async fn get_once<S>(&self, mut io: S) -> Result<Response, Fail>
     where
-        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     {
-        let (mut sr, conn) = http1::Builder::new()
-            .handshake::<_, Empty<Bytes>>(io)
-            .await
-            .map_err(Fail::Http)?;
-        let exchange = async {
-            let resp = sr.send_request(self.request()).await.map_err(Fail::Http)?;
-            self.read_response(resp).await
+        let wanted = Wanted {
+            revision: self.revision_header.as_str(),
+            replica: self.replica_header.as_str(),
         };
-        tokio::pin!(conn, exchange);
-        let mut conn_done = false;
-        loop {
-            tokio::select! {
-                biased;
-                r = &mut exchange => return r.map(|(response, _)| response),
-                // The connection can end first (the server closed it after the response);
-                // hyper then completes or fails the exchange from what it read.
-                _ = &mut conn, if !conn_done => conn_done = true,
-            }
-        }
+        let head = oneshot::exchange(&mut io, &self.target.close_request, &wanted)
+            .await
+            .map_err(Fail::Exchange)?;
+        Ok(Response {
+            status: Some(head.status),
+            err_class: None,
+            err_msg: None,
+            revision: head.revision,
+            replica: head.replica,
+        })
     }
 
     /// Reads the whole body and the attribution headers; also says whether the server asked

@@ -18,6 +18,7 @@
 
 pub mod client;
 pub mod config;
+pub mod oneshot;
 pub mod pacer;
 pub mod profile;
 pub mod stats;

@@ -460,6 +460,64 @@ async fn close_mode_opens_a_connection_per_request() {
     let s = summary(&lines, "main");
     assert_eq!((s.count, s.ok), (40, 40));
     assert_eq!(srv.state.conns.load(Ordering::SeqCst), 40);
+    assert_eq!(s.served_by.get("rev-a"), Some(&40), "{:?}", s.served_by);
+}
+
+/// Close mode reads responses itself (no hyper client): the same attribution and the same
+/// error classes as keep-alive mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_mode_attributes_and_classifies_errors_like_keep_alive() {
+    let close = |url: String, extra: &'static [&'static str]| async move {
+        let mut args = vec![
+            "--url".to_owned(),
+            url,
+            "--connection".into(),
+            "close".into(),
+            "--rate".into(),
+            "10".into(),
+            "--duration".into(),
+            "1s".into(),
+            "--bucket".into(),
+            "1s".into(),
+            "--log-requests".into(),
+            "all".into(),
+        ];
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&args).await
+    };
+    let srv = Server::start().await;
+    let lines = close(srv.url("/fail"), &[]).await;
+    let s = summary(&lines, "main");
+    assert_eq!(s.errors.get("http_5xx"), Some(&10), "{:?}", s.errors);
+    let rs = reqs(&lines, "main");
+    assert_eq!(rs.len(), 10);
+    assert!(rs.iter().all(|r| r.code == Some(503)
+        && r.revision.as_deref() == Some("rev-a")
+        && r.replica.as_deref() == Some("replica-1")));
+
+    let lines = close(srv.url("/slow?ms=2000"), &["--timeout", "300ms"]).await;
+    let s = summary(&lines, "main");
+    assert_eq!(s.errors.get("timeout"), Some(&10), "{:?}", s.errors);
+
+    // Accepts, then hangs up without a byte: `reset` (an end of stream or an RST, as the
+    // timing falls), with a message either way.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            drop(s);
+        }
+    });
+    let lines = close(url, &[]).await;
+    let s = summary(&lines, "main");
+    assert_eq!(s.errors.get("reset"), Some(&10), "{:?}", s.errors);
+    assert!(
+        reqs(&lines, "main")
+            .iter()
+            .all(|r| r.err_class.as_deref() == Some("reset")
+                && r.err_msg.as_ref().is_some_and(|m| !m.is_empty()))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
