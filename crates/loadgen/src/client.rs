@@ -1,34 +1,33 @@
 //! One HTTP request: send, read the whole body, classify the result.
 //!
-//! hyper 1's HTTP/1.1 connection API with a pool of our own, so the number of connections is
-//! bounded by construction: a request takes an idle connection when there is one and opens a new
-//! one only when there is none, and it gives the connection back (keep-alive mode, server did
-//! not ask to close) before it counts as finished. Every live connection is therefore either
-//! idle or held by a request in flight, and a scenario never holds more connections than its
-//! `--max-in-flight` (a closed-model worker's client: one). In close mode every request opens
-//! its own connection (and TLS handshake), sends `Connection: close` and reads the response
-//! itself ([`crate::oneshot`], no hyper connection), closing the connection as soon as the
-//! response is complete.
+//! HTTP/1.1 over a pool of our own, so the number of connections is bounded by construction: a
+//! request takes an idle connection when there is one and opens a new one only when there is
+//! none, and it gives the connection back (keep-alive mode, response complete and reusable)
+//! before it counts as finished. Every live connection is therefore either idle or held by a
+//! request in flight, and a scenario never holds more connections than its `--max-in-flight` (a
+//! closed-model worker's client: one). In close mode every request opens its own connection
+//! (and TLS handshake), sends `Connection: close` and closes the connection as soon as the
+//! response is complete. The exchange itself is [`crate::h1`]: the request task writes and
+//! reads, no connection task.
 //!
 //! Stages are classified where they fail: resolving (`dns`), TCP connect (`connect`), TLS
 //! handshake (`tls`), then the exchange itself (`reset`, `timeout`, `protocol`, ...).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{CONNECTION, HOST, HeaderName, HeaderValue, USER_AGENT};
-use hyper::{Request, Uri};
-use hyper_util::rt::TokioIo;
+use http::Uri;
+use http::header::{HeaderName, HeaderValue};
 use rustls_pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+use tokio_util::either::Either;
 
 use crate::config::ConnMode;
-use crate::oneshot::{self, ExchangeError, Wanted};
+use crate::h1::{self, ExchangeError, Wanted};
 
 /// The result of one request, before attribution to a window.
 pub struct Response {
@@ -43,16 +42,13 @@ pub struct Response {
 /// Where requests go, computed once from the URL when the configuration is validated.
 pub struct Target {
     uri: Uri,
-    /// Origin-form request target (`/path?query`).
-    path: Uri,
-    /// `Host` header (the URL's authority without userinfo).
-    host_header: HeaderValue,
     host: String,
     port: u16,
     /// The address when the host is an IP literal (no lookup per connection).
     literal: Option<SocketAddr>,
     tls: Option<(TlsConnector, ServerName<'static>)>,
-    /// Close mode's whole request, written as it is on every connection.
+    /// The whole request of each mode, written as it is on every exchange.
+    keep_alive_request: Box<[u8]>,
     close_request: Box<[u8]>,
 }
 
@@ -90,15 +86,22 @@ impl Target {
             .to_owned();
         let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
         let host_part = authority.as_str().rsplit('@').next().unwrap_or_default();
-        let host_header = HeaderValue::from_str(host_part)
+        // The request line and Host header must be valid header text: checked here once.
+        HeaderValue::from_str(host_part)
             .map_err(|e| ClientError::Invalid(uri.clone(), e.to_string()))?;
-        let path: Uri = uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .parse()
-            .map_err(|e: hyper::http::uri::InvalidUri| {
-                ClientError::Invalid(uri.clone(), e.to_string())
-            })?;
+        let path = match uri.query() {
+            Some(q) => format!("{}?{q}", uri.path()),
+            None => uri.path().to_owned(),
+        };
+        if path
+            .bytes()
+            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        {
+            return Err(ClientError::Invalid(
+                uri.clone(),
+                "the path holds whitespace or a control character".into(),
+            ));
+        }
         let literal = host
             .parse::<std::net::IpAddr>()
             .ok()
@@ -111,19 +114,20 @@ impl Target {
         } else {
             None
         };
-        let close_request = format!(
-            "GET {path} HTTP/1.1\r\nhost: {host_part}\r\nuser-agent: {UA_TEXT}\r\nconnection: close\r\n\r\n"
-        )
-        .into_bytes()
-        .into_boxed_slice();
+        let request = |connection: &str| {
+            format!(
+                "GET {path} HTTP/1.1\r\nhost: {host_part}\r\nuser-agent: {UA}\r\n{connection}\r\n"
+            )
+            .into_bytes()
+            .into_boxed_slice()
+        };
         Ok(Target {
             uri: uri.clone(),
-            close_request,
-            path,
-            host_header,
             host,
             port,
             literal,
+            keep_alive_request: request(""),
+            close_request: request("connection: close\r\n"),
             tls,
         })
     }
@@ -135,7 +139,6 @@ enum Fail {
     Dns(std::io::Error),
     Connect(std::io::Error),
     Tls(std::io::Error),
-    Http(hyper::Error),
     Exchange(ExchangeError),
 }
 
@@ -146,7 +149,6 @@ impl Fail {
             Fail::Connect(e) if e.kind() == std::io::ErrorKind::TimedOut => "timeout",
             Fail::Connect(_) => "connect",
             Fail::Tls(_) => "tls",
-            Fail::Http(e) => classify(e),
             Fail::Exchange(e) => e.class(),
         }
     }
@@ -156,13 +158,14 @@ impl Fail {
             Fail::Dns(e) => format!("resolving the host: {}", chain(e)),
             Fail::Connect(e) => format!("connecting: {}", chain(e)),
             Fail::Tls(e) => format!("TLS handshake: {}", chain(e)),
-            Fail::Http(e) => chain(e),
             Fail::Exchange(e) => chain(e),
         }
     }
 }
 
-type Conn = SendRequest<Empty<Bytes>>;
+/// A connection: plain TCP or TLS over it (boxed: a TLS stream is kilobytes, and every
+/// request's future, moved into its task when spawned, would otherwise be as large).
+type Conn = Either<TcpStream, Box<TlsStream<TcpStream>>>;
 
 /// An HTTP client for one scenario (or one closed-model worker).
 pub struct HttpClient {
@@ -175,8 +178,7 @@ pub struct HttpClient {
     replica_header: HeaderName,
 }
 
-const UA_TEXT: &str = concat!("probelab-loadgen/", env!("CARGO_PKG_VERSION"));
-static UA: HeaderValue = HeaderValue::from_static(UA_TEXT);
+const UA: &str = concat!("probelab-loadgen/", env!("CARGO_PKG_VERSION"));
 
 impl HttpClient {
     /// A client for `target`. `max_conns` only sizes the idle list: the connection bound comes
@@ -227,23 +229,15 @@ impl HttpClient {
         }
     }
 
-    fn request(&self) -> Request<Empty<Bytes>> {
-        let mut req = Request::new(Empty::<Bytes>::new());
-        *req.uri_mut() = self.target.path.clone();
-        let h = req.headers_mut();
-        h.insert(HOST, self.target.host_header.clone());
-        h.insert(USER_AGENT, UA.clone());
-        req
-    }
-
-    /// An idle connection that is still usable, if any.
-    async fn take_idle(&self) -> Option<Conn> {
+    /// An idle connection the server has not closed, if any.
+    fn take_idle(&self) -> Option<Conn> {
         loop {
-            let mut c = self.idle.lock().ok()?.pop()?;
-            if c.is_closed() {
-                continue;
-            }
-            if c.ready().await.is_ok() {
+            let c = self.idle.lock().ok()?.pop()?;
+            let tcp = match &c {
+                Either::Left(t) => t,
+                Either::Right(t) => t.get_ref().0,
+            };
+            if !closed_while_idle(tcp) {
                 return Some(c);
             }
         }
@@ -294,104 +288,53 @@ impl HttpClient {
         Ok(stream)
     }
 
-    /// A new pooled connection: its hyper connection task runs on its own, as the connection
-    /// outlives the request.
+    /// A new connection, with its TLS handshake for `https://`.
     async fn connect(&self) -> Result<Conn, Fail> {
         let tcp = self.tcp().await?;
-        let builder = http1::Builder::new();
         match &self.target.tls {
-            None => {
-                let (sr, conn) = builder
-                    .handshake(TokioIo::new(tcp))
-                    .await
-                    .map_err(Fail::Http)?;
-                tokio::spawn(async move {
-                    let _ = conn.await;
-                });
-                Ok(sr)
-            }
-            // Boxed like close mode's TLS exchange (see `get_inner`).
-            Some((connector, name)) => {
-                Box::pin(async move {
-                    let tls = connector
-                        .connect(name.clone(), tcp)
-                        .await
-                        .map_err(Fail::Tls)?;
-                    let (sr, conn) = builder
-                        .handshake(TokioIo::new(tls))
-                        .await
-                        .map_err(Fail::Http)?;
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                    });
-                    Ok(sr)
-                })
+            None => Ok(Either::Left(tcp)),
+            Some((connector, name)) => Box::pin(connector.connect(name.clone(), tcp))
                 .await
-            }
+                .map(|t| Either::Right(Box::new(t)))
+                .map_err(Fail::Tls),
         }
     }
 
     async fn get_inner(&self) -> Result<Response, Fail> {
-        match self.mode {
-            ConnMode::KeepAlive => self.get_pooled().await,
-            ConnMode::Close => {
-                let tcp = self.tcp().await?;
-                match &self.target.tls {
-                    None => self.get_once(tcp).await,
-                    // Boxed: a TLS stream is kilobytes, and every plain-HTTP request's future
-                    // (moved into its task when spawned) would otherwise be as large.
-                    Some((connector, name)) => {
-                        Box::pin(async move {
-                            let tls = connector
-                                .connect(name.clone(), tcp)
-                                .await
-                                .map_err(Fail::Tls)?;
-                            self.get_once(tls).await
-                        })
-                        .await
-                    }
-                }
-            }
-        }
-    }
-
-    /// Keep-alive mode: an idle connection or a new one, given back unless the server closes it.
-    async fn get_pooled(&self) -> Result<Response, Fail> {
-        let (mut conn, was_reused) = match self.take_idle().await {
-            Some(c) => (c, true),
-            None => (self.connect().await?, false),
-        };
-        let resp = match conn.send_request(self.request()).await {
-            Ok(r) => r,
-            // The server closed an idle connection before the request went out: the request
-            // was not sent, so it is retried once on a fresh connection.
-            Err(e) if was_reused && e.is_canceled() => {
-                conn = self.connect().await?;
-                conn.send_request(self.request())
-                    .await
-                    .map_err(Fail::Http)?
-            }
-            Err(e) => return Err(Fail::Http(e)),
-        };
-        let (response, server_closes) = self.read_response(resp).await?;
-        if !server_closes {
-            self.put_idle(conn);
-        }
-        Ok(response)
-    }
-
-    /// Close mode: the one request of a connection ([`oneshot`]); dropping `io` closes it.
-    async fn get_once<S>(&self, mut io: S) -> Result<Response, Fail>
-    where
-        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-    {
         let wanted = Wanted {
             revision: self.revision_header.as_str(),
             replica: self.replica_header.as_str(),
         };
-        let head = oneshot::exchange(&mut io, &self.target.close_request, &wanted)
-            .await
-            .map_err(Fail::Exchange)?;
+        let head = match self.mode {
+            ConnMode::Close => {
+                // Dropping the connection after the exchange closes it.
+                let mut conn = self.connect().await?;
+                h1::exchange(&mut conn, &self.target.close_request, &wanted)
+                    .await
+                    .map_err(Fail::Exchange)?
+            }
+            ConnMode::KeepAlive => {
+                let request = &self.target.keep_alive_request;
+                let (mut conn, reused) = match self.take_idle() {
+                    Some(c) => (c, true),
+                    None => (self.connect().await?, false),
+                };
+                let head = match h1::exchange(&mut conn, request, &wanted).await {
+                    // The server closed the idle connection as the request went out: it was
+                    // not delivered, so it is sent once more on a fresh connection.
+                    Err(ExchangeError::NotSent(_)) if reused => {
+                        conn = self.connect().await?;
+                        h1::exchange(&mut conn, request, &wanted).await
+                    }
+                    r => r,
+                }
+                .map_err(Fail::Exchange)?;
+                if head.reusable {
+                    self.put_idle(conn);
+                }
+                head
+            }
+        };
         Ok(Response {
             status: Some(head.status),
             err_class: None,
@@ -400,34 +343,21 @@ impl HttpClient {
             replica: head.replica,
         })
     }
+}
 
-    /// Reads the whole body and the attribution headers; also says whether the server asked
-    /// to close the connection.
-    async fn read_response(
-        &self,
-        resp: hyper::Response<hyper::body::Incoming>,
-    ) -> Result<(Response, bool), Fail> {
-        let status = resp.status().as_u16();
-        let headers = resp.headers();
-        let revision = headers.get(&self.revision_header).cloned();
-        let replica = headers.get(&self.replica_header).cloned();
-        let server_closes = headers
-            .get(CONNECTION)
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
-        // Read the body to the end: the response is only complete (and the connection reusable)
-        // then, and a reset mid-body is an error like any other.
-        let mut body = resp.into_body();
-        while let Some(frame) = body.frame().await {
-            frame.map_err(Fail::Http)?;
+/// Whether the server closed (or wrote to) an idle connection: no system call unless the
+/// runtime saw the socket become readable since its last read, and then one `recv` that
+/// reads nothing from a healthy connection. Bytes from the server while no request was
+/// outstanding make the connection unusable as well.
+fn closed_while_idle(tcp: &TcpStream) -> bool {
+    let mut cx = Context::from_waker(Waker::noop());
+    match tcp.poll_read_ready(&mut cx) {
+        Poll::Pending => false,
+        Poll::Ready(Err(_)) => true,
+        Poll::Ready(Ok(())) => {
+            let mut probe = [0u8; 1];
+            !matches!(tcp.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
         }
-        let response = Response {
-            status: Some(status),
-            err_class: None,
-            err_msg: None,
-            revision,
-            replica,
-        };
-        Ok((response, server_closes))
     }
 }
 
@@ -446,8 +376,8 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
-/// Classifies a failed exchange on an established connection: `reset`, `timeout`, `protocol`
-/// or `other`.
+/// Classifies an I/O error of an exchange on an established connection by the first
+/// `std::io::Error` in its chain: `reset`, `timeout`, `connect` or `other`.
 pub fn classify(e: &(dyn std::error::Error + 'static)) -> &'static str {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(x) = cur {
@@ -459,17 +389,6 @@ pub fn classify(e: &(dyn std::error::Error + 'static)) -> &'static str {
                 ConnectionRefused | AddrNotAvailable | NotConnected | HostUnreachable
                 | NetworkUnreachable => return "connect",
                 _ => {}
-            }
-        }
-        if let Some(he) = x.downcast_ref::<hyper::Error>() {
-            if he.is_incomplete_message() || he.is_canceled() || he.is_closed() {
-                return "reset";
-            }
-            if he.is_timeout() {
-                return "timeout";
-            }
-            if he.is_parse() || he.is_parse_status() {
-                return "protocol";
             }
         }
         cur = x.source();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use hyper::Uri;
+use http::Uri;
 use labkit::config::parse_duration;
 use serde::Serialize;
 
@@ -205,8 +205,8 @@ pub struct Config {
     pub pacing: Duration,
     pub threads: usize,
     pub ok_status: StatusSet,
-    pub revision_header: hyper::header::HeaderName,
-    pub replica_header: hyper::header::HeaderName,
+    pub revision_header: http::header::HeaderName,
+    pub replica_header: http::header::HeaderName,
     /// `scenarios[0]` is `main`.
     pub scenarios: Vec<ScenarioConfig>,
     /// The flags as given, for the `meta` line.
@@ -233,7 +233,7 @@ fn check_rate(r: f64) -> Result<f64, ConfigError> {
 fn parse_uri(s: &str) -> Result<Uri, ConfigError> {
     let uri: Uri = s
         .parse()
-        .map_err(|e: hyper::http::uri::InvalidUri| ConfigError::Url(s.into(), e.to_string()))?;
+        .map_err(|e: http::uri::InvalidUri| ConfigError::Url(s.into(), e.to_string()))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
         _ => {
@@ -248,7 +248,7 @@ fn parse_uri(s: &str) -> Result<Uri, ConfigError> {
     }
     if uri.path_and_query().is_none() {
         let mut parts = uri.into_parts();
-        parts.path_and_query = Some(hyper::http::uri::PathAndQuery::from_static("/"));
+        parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
         return Uri::from_parts(parts).map_err(|e| ConfigError::Url(s.into(), e.to_string()));
     }
     Ok(uri)
@@ -452,7 +452,7 @@ impl Args {
             (_, None) => default_in_flight(peak),
         };
         let header = |s: &str| {
-            hyper::header::HeaderName::from_bytes(s.trim().as_bytes())
+            http::header::HeaderName::from_bytes(s.trim().as_bytes())
                 .map_err(|_| ConfigError::Header(s.to_owned()))
         };
         let mut scenarios = vec![ScenarioConfig {

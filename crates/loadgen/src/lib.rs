@@ -18,7 +18,7 @@
 
 pub mod client;
 pub mod config;
-pub mod oneshot;
+pub mod h1;
 pub mod pacer;
 pub mod profile;
 pub mod stats;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use hdrhistogram::Histogram;
-use hyper::header::HeaderValue;
+use http::header::HeaderValue;
 use labkit::event::loadgen::Percentiles;
 
 /// Histograms hold microseconds up to this (1 h, the longest timeout).

@@ -713,6 +713,51 @@ async fn errors_are_classified_reset_timeout_and_http_5xx_without_ending_the_run
     assert_eq!(summary(&lines, "main").ok, 10);
 }
 
+/// A server that answers one request per connection without saying so and closes the
+/// connection 30 ms later (an idle timeout shorter than the gap between requests): each request
+/// must find its idle connection closed and open a new one, never fail on the dead one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_skips_idle_connections_the_server_has_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    let conns = Arc::new(AtomicU64::new(0));
+    let c = conns.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            c.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut req = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = s
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await;
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            });
+        }
+    });
+    let lines = run(&[
+        "--url",
+        &url,
+        "--rate",
+        "10",
+        "--duration",
+        "1s",
+        "--bucket",
+        "1s",
+    ])
+    .await;
+    let s = summary(&lines, "main");
+    assert_eq!((s.count, s.ok), (10, 10), "{:?}", s.errors);
+    assert_eq!(conns.load(Ordering::SeqCst), 10);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_never_holds_more_connections_than_max_in_flight() {
     let srv = Server::start().await;

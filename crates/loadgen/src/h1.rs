@@ -1,18 +1,19 @@
-//! Close mode's exchange: one GET on a connection of its own, written and read here.
+//! One HTTP/1.1 exchange: write a GET, read its response to the end, say whether the
+//! connection can carry another.
 //!
-//! hyper's client splits a connection into a request handle and a connection future that talk
-//! over a channel, with a dispatcher between them; for a connection that carries exactly one
-//! request that machinery is most of loadgen's user-space work per request, and close mode is
-//! where loadgen is CPU-bound (docs/BENCHMARKS.md). So close mode writes the request bytes,
-//! computed once per target, and reads the response with `httparse` (the parser hyper itself
-//! uses), framed as RFC 9112 section 6.3 says: interim 1xx responses are skipped, 204 and 304
-//! have no body, then `Transfer-Encoding: chunked`, then `Content-Length`, else the body runs
-//! until the server closes. The connection is dropped (closed) as soon as the response is
-//! complete. Keep-alive mode stays on hyper: there the connection outlives the request.
+//! loadgen's requests are all the same GET, so the request bytes are computed once per target
+//! (with or without `Connection: close`) and written as they are. The response head is parsed by
+//! `httparse` (the parser hyper itself uses) and the body framed as RFC 9112 section 6.3 says:
+//! interim 1xx responses are skipped, 204 and 304 have no body, then `Transfer-Encoding:
+//! chunked`, then `Content-Length`, else the body runs until the server closes. Reading stops as
+//! soon as the response is complete. Doing this here rather than through hyper's client, whose
+//! request handle talks to a separate connection task over a channel, more than halved loadgen's
+//! user-space work per request (docs/BENCHMARKS.md): one task writes and reads, and nothing is
+//! allocated but the read buffer.
 
 use std::mem::MaybeUninit;
 
-use hyper::header::HeaderValue;
+use http::header::HeaderValue;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Headers parsed at most (hyper's default).
@@ -25,6 +26,9 @@ const BUF_BYTES: usize = 4096;
 /// Why an exchange got no complete response.
 #[derive(Debug, thiserror::Error)]
 pub enum ExchangeError {
+    /// Writing the request failed: the server cannot have acted on it.
+    #[error("sending the request: {0}")]
+    NotSent(#[source] std::io::Error),
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The server closed the connection before the response was complete.
@@ -38,7 +42,7 @@ impl ExchangeError {
     /// The error class, as for hyper's errors: `reset`, `timeout`, `protocol`, ...
     pub fn class(&self) -> &'static str {
         match self {
-            ExchangeError::Io(e) => crate::client::classify(e),
+            ExchangeError::NotSent(e) | ExchangeError::Io(e) => crate::client::classify(e),
             ExchangeError::Closed(_) => "reset",
             ExchangeError::Malformed(_) => "protocol",
         }
@@ -51,6 +55,9 @@ pub struct Head {
     pub status: u16,
     pub revision: Option<HeaderValue>,
     pub replica: Option<HeaderValue>,
+    /// The connection can carry another request: HTTP/1.1 without `Connection: close`, a body
+    /// with a known end, and nothing after it.
+    pub reusable: bool,
 }
 
 /// The attribution headers to keep, lower-case (as `HeaderName::as_str` gives them).
@@ -68,8 +75,7 @@ enum Framing {
     UntilClose,
 }
 
-/// Writes `request` (a whole HTTP/1.1 request with `Connection: close`) and reads the response
-/// to its end.
+/// Writes `request` (a whole HTTP/1.1 request) and reads the response to its end.
 pub async fn exchange<S>(
     io: &mut S,
     request: &[u8],
@@ -78,11 +84,13 @@ pub async fn exchange<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    io.write_all(request).await?;
+    io.write_all(request)
+        .await
+        .map_err(ExchangeError::NotSent)?;
     // A no-op for TCP; TLS may hold the last record until flushed.
-    io.flush().await?;
+    io.flush().await.map_err(ExchangeError::NotSent)?;
     let mut buf: Vec<u8> = Vec::with_capacity(BUF_BYTES);
-    let (head, framing, head_len) = loop {
+    let (mut head, framing, head_len) = loop {
         if let Some((head, framing, n)) = parse_head(&buf, wanted)? {
             if (100..200).contains(&head.status) {
                 // An interim response (100 Continue, 103 Early Hints): the final one follows.
@@ -104,7 +112,8 @@ where
             }));
         }
     };
-    read_body(io, &mut buf, head_len, framing).await?;
+    let clean_end = read_body(io, &mut buf, head_len, framing).await?;
+    head.reusable &= clean_end;
     Ok(head)
 }
 
@@ -145,6 +154,7 @@ fn parse_head(
         status,
         revision: None,
         replica: None,
+        reusable: resp.version == Some(1),
     };
     let mut length: Option<u64> = None;
     let mut transfer_encoding: Option<bool> = None; // Some(chunked is the final coding)
@@ -166,6 +176,12 @@ fn parse_head(
             // The last coding of the last Transfer-Encoding header decides.
             let last = h.value.rsplit(|b| *b == b',').next().unwrap_or_default();
             transfer_encoding = Some(last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if name.eq_ignore_ascii_case("connection")
+            && h.value
+                .split(|b| *b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+        {
+            head.reusable = false;
         }
     }
     let framing = match (status, transfer_encoding, length) {
@@ -176,6 +192,9 @@ fn parse_head(
         (_, None, Some(l)) => Framing::Length(l),
         (_, None, None) => Framing::UntilClose,
     };
+    if framing == Framing::UntilClose {
+        head.reusable = false;
+    }
     Ok(Some((head, framing, n)))
 }
 
@@ -200,16 +219,17 @@ fn content_length(v: &[u8]) -> Result<u64, ExchangeError> {
         .ok_or_else(bad)
 }
 
-/// Reads (and discards) the body; `buf[head_len..]` is what already arrived of it.
+/// Reads (and discards) the body; `buf[head_len..]` is what already arrived of it. True when
+/// nothing followed the body (the connection holds no stray bytes).
 async fn read_body<S: AsyncRead + Unpin>(
     io: &mut S,
     buf: &mut Vec<u8>,
     head_len: usize,
     framing: Framing,
-) -> Result<(), ExchangeError> {
+) -> Result<bool, ExchangeError> {
     let mut chunked = ChunkedBody::default();
     let mut left = match framing {
-        Framing::Empty => return Ok(()),
+        Framing::Empty => return Ok(buf.len() == head_len),
         Framing::Length(l) => l,
         Framing::Chunked | Framing::UntilClose => u64::MAX,
     };
@@ -218,14 +238,15 @@ async fn read_body<S: AsyncRead + Unpin>(
         let data = buf.get(start..).unwrap_or_default();
         match framing {
             Framing::Length(_) => {
-                left = left.saturating_sub(data.len() as u64);
-                if left == 0 {
-                    return Ok(());
+                let got = data.len() as u64;
+                if got >= left {
+                    return Ok(got == left);
                 }
+                left -= got;
             }
             Framing::Chunked => {
-                if chunked.feed(data)? {
-                    return Ok(());
+                if let Some(used) = chunked.feed(data)? {
+                    return Ok(used == data.len());
                 }
             }
             Framing::UntilClose | Framing::Empty => {}
@@ -234,7 +255,7 @@ async fn read_body<S: AsyncRead + Unpin>(
         start = 0;
         if fill(io, buf).await? == 0 {
             return match framing {
-                Framing::UntilClose => Ok(()),
+                Framing::UntilClose => Ok(false),
                 _ => Err(ExchangeError::Closed("in the middle of the body")),
             };
         }
@@ -267,14 +288,14 @@ struct ChunkedBody {
 }
 
 impl ChunkedBody {
-    /// Consumes `data`; true once the last chunk and the trailers have ended. Bytes after the
-    /// end are ignored (the connection closes anyway).
-    fn feed(&mut self, data: &[u8]) -> Result<bool, ExchangeError> {
+    /// Consumes `data`; once the last chunk and the trailers have ended, how many bytes of
+    /// `data` that took (the rest is not part of the body).
+    fn feed(&mut self, data: &[u8]) -> Result<Option<usize>, ExchangeError> {
         let bad = |what: &str| ExchangeError::Malformed(format!("chunked body: {what}"));
         let mut i = 0;
         while i < data.len() {
             if self.state == Chunk::Done {
-                return Ok(true);
+                return Ok(Some(i));
             }
             if let Chunk::Data(n) = self.state {
                 let take = usize::try_from(n).unwrap_or(usize::MAX).min(data.len() - i);
@@ -326,7 +347,7 @@ impl ChunkedBody {
                 (Chunk::Data(_) | Chunk::Done, _) => self.state,
             };
         }
-        Ok(self.state == Chunk::Done)
+        Ok((self.state == Chunk::Done).then_some(i))
     }
 }
 
@@ -439,11 +460,12 @@ mod tests {
         first.unwrap()
     }
 
-    fn ok(status: u16, rev: Option<&'static str>) -> Result<Head, String> {
+    fn ok(status: u16, rev: Option<&'static str>, reusable: bool) -> Result<Head, String> {
         Ok(Head {
             status,
             revision: rev.map(HeaderValue::from_static),
             replica: None,
+            reusable,
         })
     }
 
@@ -451,10 +473,16 @@ mod tests {
     async fn content_length_body_ends_the_exchange_without_waiting_for_the_close() {
         let mut reply =
             b"HTTP/1.1 200 OK\r\nX-Revision: rev-a\r\nContent-Length: 3\r\n\r\nok\n".to_vec();
-        assert_eq!(every_split(&reply, End::Hang).await, ok(200, Some("rev-a")));
-        // Bytes after the body are left unread (the socket is closed).
+        assert_eq!(
+            every_split(&reply, End::Hang).await,
+            ok(200, Some("rev-a"), true)
+        );
+        // Bytes after the body are left unread, and when they came with it the connection is
+        // not reused (when they come later, the pool's idle check sees them).
         reply.extend_from_slice(b"garbage");
-        assert_eq!(every_split(&reply, End::Hang).await, ok(200, Some("rev-a")));
+        let mut io = server(&reply, reply.len(), End::Hang);
+        let r = exchange(&mut io, b"GET /\r\n\r\n", &WANTED).await;
+        assert_eq!(r.map_err(|e| e.to_string()), ok(200, Some("rev-a"), false));
     }
 
     #[tokio::test]
@@ -470,13 +498,13 @@ mod tests {
     async fn chunked_body_with_extensions_and_trailers_is_read_to_its_end() {
         let reply = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
             5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-Trailer: t\r\n\r\n";
-        assert_eq!(every_split(reply, End::Hang).await, ok(200, None));
+        assert_eq!(every_split(reply, End::Hang).await, ok(200, None, true));
     }
 
     #[tokio::test]
     async fn a_body_without_length_runs_until_the_server_closes() {
         let reply = b"HTTP/1.1 200 OK\r\nServer: old\r\n\r\nall of this is body";
-        assert_eq!(every_split(reply, End::Close).await, ok(200, None));
+        assert_eq!(every_split(reply, End::Close).await, ok(200, None, false));
         // While the server keeps the connection open the body may go on.
         let mut io = server(reply, 64, End::Hang);
         let wait = std::time::Duration::from_millis(100);
@@ -488,7 +516,19 @@ mod tests {
     async fn interim_responses_are_skipped_and_204_has_no_body() {
         let reply =
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nX-Revision: b\r\n\r\n";
-        assert_eq!(every_split(reply, End::Hang).await, ok(204, Some("b")));
+        assert_eq!(
+            every_split(reply, End::Hang).await,
+            ok(204, Some("b"), true)
+        );
+    }
+
+    #[tokio::test]
+    async fn connection_close_and_http_1_0_end_the_connection_after_the_response() {
+        let reply =
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok";
+        assert_eq!(every_split(reply, End::Hang).await, ok(200, None, false));
+        let reply = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        assert_eq!(every_split(reply, End::Hang).await, ok(200, None, false));
     }
 
     #[tokio::test]
