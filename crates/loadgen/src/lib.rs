@@ -4,8 +4,9 @@
 //!   start ([`profile`]: `start + i / rate`, or a ramp / staircase), each spawned as its own task
 //!   when due. Latency is measured from the scheduled time (coordinated-omission free) and from
 //!   the actual send. A request that would exceed `--max-in-flight` is counted as `dropped` and
-//!   never queued (k6's dropped iterations); so is one already due when the run stops but not
-//!   yet sent because the scheduler fell behind (sent + dropped = every arrival due).
+//!   never queued (k6's dropped iterations); so is one due before the end of the run but still
+//!   unsent a second after it (a scheduler that fell behind) or at a signal (sent + dropped =
+//!   every arrival due).
 //! - **Closed model** (`--workers N --think D`): N workers, each with its own connection.
 //! - **Side streams** (`--also`): extra open-model scenarios with their own connections.
 //! - **Output**: `meta`, a `bucket` per scenario per wall-clock aligned window (also when empty),
@@ -171,6 +172,10 @@ impl Drop for InFlight {
     }
 }
 
+/// How long after the end of the run a late open-model scheduler may still send arrivals that
+/// were due before the end; past it they count as dropped.
+const SCHEDULER_LAG_AT_END: Duration = Duration::from_secs(1);
+
 fn now_wall_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -270,14 +275,32 @@ pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -
     }
 
     tokio::pin!(shutdown);
-    let interrupted = tokio::select! {
+    let mut interrupted = tokio::select! {
         _ = tokio::time::sleep_until(end) => false,
         _ = &mut shutdown => true,
     };
-    cancel.cancel();
-    for h in schedulers {
+    // At the natural end the open-model schedulers finish by themselves once their last arrival
+    // before `end` is sent; one woken a little late (pacing slack, a busy thread) still sends
+    // it. Only a scheduler still behind SCHEDULER_LAG_AT_END later is stopped, and what it has
+    // not sent counts as dropped; a signal stops them at once.
+    if interrupted {
+        cancel.cancel();
+    }
+    let lag_deadline = tokio::time::sleep_until(end + SCHEDULER_LAG_AT_END);
+    tokio::pin!(lag_deadline);
+    for mut h in schedulers {
+        if !cancel.is_cancelled() {
+            tokio::select! {
+                _ = &mut h => continue,
+                _ = &mut lag_deadline => {}
+                _ = &mut shutdown, if !interrupted => interrupted = true,
+            }
+            cancel.cancel();
+        }
         let _ = h.await;
     }
+    // Closed-model workers stop between requests.
+    cancel.cancel();
     let elapsed = Instant::now().saturating_duration_since(start).min(run_len);
     // Wait for in-flight requests: up to the longest timeout after a natural end, up to --grace
     // after a signal (or a signal during the wait).
