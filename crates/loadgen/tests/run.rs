@@ -107,6 +107,18 @@ async fn handle(
     Ok(resp.body(Full::new(Bytes::from_static(b"ok"))).unwrap())
 }
 
+/// The URL of a server that accepts every connection and hangs up without a byte.
+async fn hang_up_server() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((s, _)) = l.accept().await {
+            drop(s);
+        }
+    });
+    url
+}
+
 fn assert_contiguous(bs: &[&Bucket]) {
     for w in bs.windows(2) {
         assert_eq!(
@@ -522,16 +534,8 @@ async fn close_mode_attributes_and_classifies_errors_like_keep_alive() {
     let s = summary(&lines, "main");
     assert_eq!(s.errors.get("timeout"), Some(&10), "{:?}", s.errors);
 
-    // Accepts, then hangs up without a byte: `reset` (an end of stream or an RST, as the
-    // timing falls), with a message either way.
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", l.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((s, _)) = l.accept().await {
-            drop(s);
-        }
-    });
-    let lines = close(url, &[]).await;
+    // `reset` (an end of stream or an RST, as the timing falls), with a message either way.
+    let lines = close(hang_up_server().await, &[]).await;
     let s = summary(&lines, "main");
     assert_eq!(s.errors.get("reset"), Some(&10), "{:?}", s.errors);
     assert!(
@@ -649,13 +653,7 @@ async fn sigterm_flushes_the_open_bucket_and_the_summary() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_classified_reset_timeout_and_http_5xx_without_ending_the_run() {
     // A server that accepts and hangs up before answering: `reset`.
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", l.local_addr().unwrap());
-    tokio::spawn(async move {
-        while let Ok((s, _)) = l.accept().await {
-            drop(s);
-        }
-    });
+    let url = hang_up_server().await;
     let lines = run(&[
         "--url",
         &url,
