@@ -6,9 +6,13 @@
 //! before it counts as finished. Every live connection is therefore either idle or held by a
 //! request in flight, and a scenario never holds more connections than its `--max-in-flight` (a
 //! closed-model worker's client: one). In close mode every request opens its own connection
-//! (and TLS handshake), sends `Connection: close` and closes the connection as soon as the
-//! response is complete. The exchange itself is [`crate::h1`]: the request task writes and
-//! reads, no connection task.
+//! (and TLS handshake) and sends `Connection: close`; once the response is complete the server,
+//! which must then close (RFC 9112 §9.6), is given [`SERVER_CLOSE_WAIT`] to close first, so
+//! that the TCP `TIME_WAIT` state stays on the server's side. A client that closes first keeps
+//! each of its ports in `TIME_WAIT` for a minute: against one address (no `tcp_tw_reuse` off
+//! loopback) its ~28,000 ephemeral ports run out at a few hundred new connections a second,
+//! and connects then fail with "cannot assign requested address". The exchange itself is
+//! [`crate::h1`]: the request task writes and reads, no connection task.
 //!
 //! Stages are classified where they fail: resolving (`dns`), TCP connect (`connect`), TLS
 //! handshake (`tls`), then the exchange itself (`reset`, `timeout`, `protocol`, ...).
@@ -21,6 +25,7 @@ use std::time::Duration;
 use http::Uri;
 use http::header::{HeaderName, HeaderValue};
 use rustls_pki_types::ServerName;
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
@@ -163,6 +168,31 @@ impl Fail {
     }
 }
 
+/// How long a close-mode request waits, after its complete response, for the server to close
+/// the connection before closing it itself (see the module docs). A server that honours
+/// `Connection: close` sends its FIN with or right after the response: the wait is then one
+/// `read` that returns end of stream.
+pub const SERVER_CLOSE_WAIT: Duration = Duration::from_millis(250);
+
+/// A close-mode connection whose response is complete, waiting for the server to close it;
+/// nothing for a keep-alive request or a failed one (dropped at once).
+#[must_use = "dropping it closes the connection from the client's side"]
+pub struct Closing(Option<Conn>);
+
+impl Closing {
+    /// Waits up to [`SERVER_CLOSE_WAIT`] for the server's end of stream (whatever else it
+    /// sends is discarded), then closes the connection.
+    pub async fn finish(self) {
+        let Some(mut conn) = self.0 else { return };
+        let mut sink = [0u8; 512];
+        let _ = tokio::time::timeout(SERVER_CLOSE_WAIT, async {
+            // Ends at end of stream (0) or on an error (the server reset it: closed too).
+            while let Ok(1..) = conn.read(&mut sink).await {}
+        })
+        .await;
+    }
+}
+
 /// A connection: plain TCP or TLS over it (boxed: a TLS stream is kilobytes, and every
 /// request's future, moved into its task when spawned, would otherwise be as large).
 type Conn = Either<TcpStream, Box<TlsStream<TcpStream>>>;
@@ -207,25 +237,33 @@ impl HttpClient {
 
     /// Sends one GET and reads the whole body, within the scenario's timeout. Never fails: every
     /// error becomes a classified [`Response`]. `want_msg` asks for the error text (for `req`
-    /// lines); without it no string is built.
-    pub async fn get(&self, want_msg: bool) -> Response {
+    /// lines); without it no string is built. The request is complete when this returns; the
+    /// caller then lets the [`Closing`] finish (after recording the response, so that waiting
+    /// for the server to close is not counted as latency).
+    pub async fn get(&self, want_msg: bool) -> (Response, Closing) {
         match tokio::time::timeout(self.timeout, self.get_inner()).await {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => Response {
-                status: None,
-                err_class: Some(e.class()),
-                err_msg: want_msg.then(|| e.message()),
-                revision: None,
-                replica: None,
-            },
-            Err(_) => Response {
-                status: None,
-                err_class: Some("timeout"),
-                err_msg: want_msg
-                    .then(|| format!("no complete response within {:?}", self.timeout)),
-                revision: None,
-                replica: None,
-            },
+            Ok(Err(e)) => (
+                Response {
+                    status: None,
+                    err_class: Some(e.class()),
+                    err_msg: want_msg.then(|| e.message()),
+                    revision: None,
+                    replica: None,
+                },
+                Closing(None),
+            ),
+            Err(_) => (
+                Response {
+                    status: None,
+                    err_class: Some("timeout"),
+                    err_msg: want_msg
+                        .then(|| format!("no complete response within {:?}", self.timeout)),
+                    revision: None,
+                    replica: None,
+                },
+                Closing(None),
+            ),
         }
     }
 
@@ -300,18 +338,18 @@ impl HttpClient {
         }
     }
 
-    async fn get_inner(&self) -> Result<Response, Fail> {
+    async fn get_inner(&self) -> Result<(Response, Closing), Fail> {
         let wanted = Wanted {
             revision: self.revision_header.as_str(),
             replica: self.replica_header.as_str(),
         };
-        let head = match self.mode {
+        let (head, closing) = match self.mode {
             ConnMode::Close => {
-                // Dropping the connection after the exchange closes it.
                 let mut conn = self.connect().await?;
-                h1::exchange(&mut conn, &self.target.close_request, &wanted)
+                let head = h1::exchange(&mut conn, &self.target.close_request, &wanted)
                     .await
-                    .map_err(Fail::Exchange)?
+                    .map_err(Fail::Exchange)?;
+                (head, Closing(Some(conn)))
             }
             ConnMode::KeepAlive => {
                 let request = &self.target.keep_alive_request;
@@ -332,16 +370,17 @@ impl HttpClient {
                 if head.reusable {
                     self.put_idle(conn);
                 }
-                head
+                (head, Closing(None))
             }
         };
-        Ok(Response {
+        let response = Response {
             status: Some(head.status),
             err_class: None,
             err_msg: None,
             revision: head.revision,
             replica: head.replica,
-        })
+        };
+        Ok((response, closing))
     }
 }
 

@@ -30,7 +30,8 @@ pub const DEFAULT_MIN_IN_FLIGHT: usize = 200;
 #[serde(rename_all = "kebab-case")]
 pub enum ConnMode {
     /// A new connection per request with `Connection: close` (the original lab's
-    /// `noConnectionReuse`).
+    /// `noConnectionReuse`); the server is left 250 ms to close it first, which keeps TIME_WAIT
+    /// off the client's ports.
     Close,
     /// Pooled persistent connections.
     KeepAlive,

@@ -433,8 +433,9 @@ async fn open_loop(
             let s = &guard.0;
             let sent = Instant::now();
             if let Some(c) = &s.client {
-                let r = c.get(s.want_msg).await;
+                let (r, closing) = c.get(s.want_msg).await;
                 s.report(r, at, sent, Instant::now(), step);
+                closing.finish().await;
             }
             drop(guard);
         });
@@ -457,8 +458,9 @@ async fn worker(
         s.started.fetch_add(1, Ordering::AcqRel);
         let guard = InFlight(s.clone());
         let sent = Instant::now();
-        let r = client.get(s.want_msg).await;
+        let (r, closing) = client.get(s.want_msg).await;
         s.report(r, sent, sent, Instant::now(), None);
+        closing.finish().await;
         drop(guard);
         if !think.is_zero() {
             tokio::select! {

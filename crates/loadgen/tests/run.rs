@@ -546,6 +546,129 @@ async fn close_mode_attributes_and_classifies_errors_like_keep_alive() {
     );
 }
 
+/// What a close-order server saw on one connection.
+#[derive(Debug)]
+struct CloseOrder {
+    /// The client had closed its side before the server closed its own.
+    client_closed_first: bool,
+    /// From the complete response to the client's end of stream.
+    client_fin_after_response: Duration,
+}
+
+/// The URL of a raw HTTP/1.1 server that answers `connection: close` and then closes its side
+/// `server_closes_after` later (or never), and what it saw on each connection.
+async fn close_order_server(
+    server_closes_after: Option<Duration>,
+) -> (String, Arc<Mutex<Vec<CloseOrder>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let seen = seen2.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&b[..n]),
+                    }
+                }
+                let resp = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+                s.write_all(resp.as_bytes()).await.unwrap();
+                let answered = Instant::now();
+                let mut client_closed_first = false;
+                if let Some(d) = server_closes_after {
+                    tokio::time::sleep(d).await;
+                    client_closed_first = matches!(s.try_read(&mut b), Ok(0));
+                    s.shutdown().await.unwrap();
+                }
+                let eof = tokio::time::timeout(Duration::from_secs(5), async {
+                    while !matches!(s.read(&mut b).await, Ok(0) | Err(_)) {}
+                })
+                .await;
+                assert!(eof.is_ok(), "the client never closed the connection");
+                seen.lock().unwrap().push(CloseOrder {
+                    client_closed_first,
+                    client_fin_after_response: answered.elapsed(),
+                });
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// The server's `n` observations (it records a connection when the client's end of stream
+/// arrives, which may be just after the run returns).
+async fn all_seen(seen: &Mutex<Vec<CloseOrder>>, n: usize) -> Vec<CloseOrder> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while seen.lock().unwrap().len() < n && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(seen.len(), n, "{seen:?}");
+    seen
+}
+
+/// Close mode leaves the closing to the server, which `Connection: close` obliges to close: the
+/// side that closes first keeps the port pair in TIME_WAIT for a minute, and a client's
+/// ephemeral ports are few. A server that does not close is given SERVER_CLOSE_WAIT; neither
+/// wait is counted as latency.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_mode_lets_the_server_close_first() {
+    let args = |url: &str| {
+        vec![
+            "--url".to_owned(),
+            url.to_owned(),
+            "--connection".into(),
+            "close".into(),
+            "--rate".into(),
+            "10".into(),
+            "--duration".into(),
+            "0.5s".into(),
+        ]
+    };
+    let server_delay = Duration::from_millis(60);
+    let (url, seen) = close_order_server(Some(server_delay)).await;
+    let a = args(&url);
+    let lines = run(&a.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let s = summary(&lines, "main");
+    assert_eq!((s.count, s.ok), (5, 5));
+    let seen = all_seen(&seen, 5).await;
+    for c in seen.iter() {
+        assert!(!c.client_closed_first, "the client closed first: {seen:?}");
+        assert!(
+            c.client_fin_after_response < server_delay + Duration::from_millis(100),
+            "the client lingered after the server closed: {seen:?}"
+        );
+    }
+    let max_ms = s.latency.as_ref().unwrap().max_ms;
+    assert!(max_ms < 50.0, "the wait counted as latency: {max_ms} ms");
+
+    let (url, seen) = close_order_server(None).await;
+    let a = args(&url);
+    let t0 = Instant::now();
+    let lines = run(&a.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let s = summary(&lines, "main");
+    assert_eq!((s.count, s.ok), (5, 5));
+    let max_ms = s.latency.as_ref().unwrap().max_ms;
+    assert!(max_ms < 50.0, "the wait counted as latency: {max_ms} ms");
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    let seen = all_seen(&seen, 5).await;
+    let wait = loadgen::client::SERVER_CLOSE_WAIT;
+    for c in seen.iter() {
+        assert!(
+            c.client_fin_after_response >= wait - Duration::from_millis(5)
+                && c.client_fin_after_response < wait + Duration::from_millis(500),
+            "the client closed after {:?}, not after about {wait:?}",
+            c.client_fin_after_response
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_port_ends_on_time_with_every_request_classified_connect() {
     let port = {
