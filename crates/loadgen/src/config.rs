@@ -371,9 +371,11 @@ fn default_in_flight(rate: f64) -> usize {
     DEFAULT_MIN_IN_FLIGHT.max((2.0 * rate).ceil() as usize)
 }
 
-/// Above this total rate `--threads` defaults to every CPU available (a second thread raised
-/// the highest rate held from 8,000 to 12,000 RPS in close mode and from 16,000 to 32,000 RPS
-/// keep-alive on 2 cores, docs/BENCHMARKS.md); below it one thread is cheaper per request.
+/// Above this total rate `--threads` defaults to every CPU available: on 2 cores a second thread
+/// kept 16,000 RPS in close mode far closer to schedule (lateness p99 7.6 ms against 148 ms)
+/// and in an earlier run (a Xeon) raised the highest rate held keep-alive from 16,000 to 32,000;
+/// below it one thread is cheaper per request (keep-alive at 4,000 RPS: 22 against 35 µs).
+/// Figures: docs/BENCHMARKS.md, loadgen.
 pub const AUTO_THREADS_RATE: f64 = 5_000.0;
 
 /// `--threads` when not given: 1 below [`AUTO_THREADS_RATE`], else the CPUs this process may
