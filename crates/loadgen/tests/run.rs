@@ -631,7 +631,8 @@ async fn close_mode_lets_the_server_close_first() {
             "0.5s".into(),
         ]
     };
-    let server_delay = Duration::from_millis(60);
+    // The server closes well after the response, but less than SERVER_CLOSE_WAIT after it.
+    let server_delay = Duration::from_millis(120);
     let (url, seen) = close_order_server(Some(server_delay)).await;
     let a = args(&url);
     let lines = run(&a.iter().map(String::as_str).collect::<Vec<_>>()).await;
@@ -640,13 +641,14 @@ async fn close_mode_lets_the_server_close_first() {
     let seen = all_seen(&seen, 5).await;
     for c in seen.iter() {
         assert!(!c.client_closed_first, "the client closed first: {seen:?}");
+        // 220 ms, below SERVER_CLOSE_WAIT: a client deaf to the server's close fails here.
         assert!(
             c.client_fin_after_response < server_delay + Duration::from_millis(100),
             "the client lingered after the server closed: {seen:?}"
         );
     }
     let max_ms = s.latency.as_ref().unwrap().max_ms;
-    assert!(max_ms < 50.0, "the wait counted as latency: {max_ms} ms");
+    assert!(max_ms < 100.0, "the wait counted as latency: {max_ms} ms");
 
     let (url, seen) = close_order_server(None).await;
     let a = args(&url);
@@ -655,7 +657,7 @@ async fn close_mode_lets_the_server_close_first() {
     let s = summary(&lines, "main");
     assert_eq!((s.count, s.ok), (5, 5));
     let max_ms = s.latency.as_ref().unwrap().max_ms;
-    assert!(max_ms < 50.0, "the wait counted as latency: {max_ms} ms");
+    assert!(max_ms < 100.0, "the wait counted as latency: {max_ms} ms");
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     let seen = all_seen(&seen, 5).await;
     let wait = loadgen::client::SERVER_CLOSE_WAIT;
