@@ -11,15 +11,23 @@
 //! queried, once per table, so nothing is duplicated across re-queries. A window with no row at
 //! all is not "settled": the pull waits for the first rows up to `settle_timeout`.
 //!
+//! One query answers at most 500,000 records (and a bounded number of bytes); past a limit the
+//! API still answers 200 OK, with the rows it got to and an `error` of code `PartialError`. So
+//! the rows are queried in time slices of the window, as many as the settled counts call for
+//! at [`ROWS_PER_QUERY`] each, and a slice whose answer carries an error is queried again as two
+//! halves, down to one millisecond; a millisecond still truncated fails the pull. Nothing is
+//! written from a truncated answer: a long run's logs arrive whole or not at all.
+//!
 //! Every row is scrubbed ([`crate::scrub`]) before it is written: the files go into evidence
 //! packs, which must not carry subscription ids, tenant ids, e-mail addresses or client IPs.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
 use arm::{IdentityEnv, TokenSource, TokenSourceKind};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
@@ -36,6 +44,9 @@ pub const DEFAULT_SETTLE: Duration = Duration::from_secs(120);
 pub const DEFAULT_SETTLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// The longest pause between two count queries.
 const MAX_POLL: Duration = Duration::from_secs(30);
+/// Rows per query a pull aims for: well under the query API's 500,000-record limit, so that
+/// rows spread unevenly over a window's slices still fit (a slice that does not is halved).
+pub const ROWS_PER_QUERY: u64 = 200_000;
 
 #[derive(Clone, Debug)]
 pub struct PullOptions {
@@ -89,7 +100,42 @@ struct Query {
     url: url::Url,
     token: TokenSource,
     timespan: String,
-    window: String,
+    window: Slice,
+}
+
+/// A span of `TimeGenerated` on whole milliseconds (the precision of the query's literals):
+/// `[from, to)`, or `[from, to]` for the window's last slice, so that slices never overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slice {
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    closed: bool,
+}
+
+impl Slice {
+    /// The KQL condition selecting the slice's rows.
+    fn condition(&self) -> String {
+        format!(
+            "TimeGenerated >= datetime({}) and TimeGenerated {} datetime({})",
+            iso(self.from),
+            if self.closed { "<=" } else { "<" },
+            iso(self.to)
+        )
+    }
+
+    /// `n` consecutive slices covering this one (fewer when it is too short to give `n`).
+    fn split(self, n: u64) -> Vec<Slice> {
+        let ms = (self.to - self.from).num_milliseconds().max(0);
+        let n = i64::try_from(n).unwrap_or(i64::MAX).clamp(1, ms.max(1));
+        let at = |k: i64| self.from + chrono::Duration::milliseconds(ms * k / n);
+        (0..n)
+            .map(|k| Slice {
+                from: at(k),
+                to: at(k + 1),
+                closed: self.closed && k == n - 1,
+            })
+            .collect()
+    }
 }
 
 impl Query {
@@ -125,10 +171,15 @@ impl Query {
     }
 
     async fn count(&self, table: &str) -> Result<u64, RunError> {
-        let q = format!("{table} | where {} | count", self.window);
+        let q = format!("{table} | where {} | count", self.window.condition());
         let Some(body) = self.run(table, &q).await? else {
             return Ok(0);
         };
+        if let Some(e) = partial_error(&body) {
+            return Err(RunError::Config(format!(
+                "Log Analytics count for {table}: {e}"
+            )));
+        }
         body["tables"][0]["rows"][0][0]
             .as_u64()
             .or_else(|| body["tables"][0]["rows"][0][0].as_str()?.parse().ok())
@@ -146,6 +197,77 @@ impl Query {
         }
         Ok(v)
     }
+
+    /// Every row of `table` in the window, oldest first, scrubbed: in slices of about
+    /// [`ROWS_PER_QUERY`] rows for the `expected` count, halving any slice whose answer was
+    /// truncated (see the module docs).
+    async fn rows(
+        &self,
+        table: &str,
+        expected: u64,
+        scrubber: &Scrubber,
+    ) -> Result<Vec<String>, RunError> {
+        let mut todo: VecDeque<Slice> = self.window.split(expected.div_ceil(ROWS_PER_QUERY)).into();
+        let slices = todo.len();
+        let mut lines = Vec::new();
+        let mut queried = 0;
+        while let Some(slice) = todo.pop_front() {
+            let query = format!(
+                "{table} | where {} | order by TimeGenerated asc",
+                slice.condition()
+            );
+            let Some(body) = self.run(table, &query).await? else {
+                continue;
+            };
+            if let Some(e) = partial_error(&body) {
+                let halves = slice.split(2);
+                if halves.len() < 2 {
+                    return Err(RunError::Config(format!(
+                        "Log Analytics truncated the rows of {table} even for the millisecond \
+                         at {}: {e}",
+                        iso(slice.from)
+                    )));
+                }
+                progress(&format!(
+                    "{table}: the answer for {} .. {} was truncated ({e}): querying it as two \
+                     halves",
+                    iso(slice.from),
+                    iso(slice.to)
+                ));
+                todo.push_front(halves[1]);
+                todo.push_front(halves[0]);
+                continue;
+            }
+            lines.extend(rows_to_ndjson(&body, scrubber));
+            queried += 1;
+            if slices > 1 {
+                progress(&format!(
+                    "{table}: {} rows, {queried} slices queried, {} to go",
+                    lines.len(),
+                    todo.len()
+                ));
+            }
+        }
+        Ok(lines)
+    }
+}
+
+/// The message of an answer that came with an error (a `PartialError`: some rows are missing).
+fn partial_error(body: &Value) -> Option<String> {
+    let e = body.get("error").filter(|e| !e.is_null())?;
+    let code = e["code"].as_str().unwrap_or("error");
+    let mut msg = e["message"].as_str().unwrap_or_default().to_owned();
+    // The cause (a record count or size limit) is in the details' inner errors.
+    for d in e["details"].as_array().into_iter().flatten() {
+        if let Some(m) = d["innererror"]["message"]
+            .as_str()
+            .or(d["message"].as_str())
+        {
+            msg.push_str(": ");
+            msg.push_str(m);
+        }
+    }
+    Some(format!("{code}: {msg}"))
 }
 
 fn describe(counts: &[u64]) -> String {
@@ -157,8 +279,9 @@ fn describe(counts: &[u64]) -> String {
         .join(", ")
 }
 
-/// Waits until the row counts have not grown for `o.settle` (see the module docs).
-async fn settle(q: &Query, o: &PullOptions) -> Result<(), RunError> {
+/// Waits until the row counts have not grown for `o.settle` (see the module docs); returns the
+/// last counts.
+async fn settle(q: &Query, o: &PullOptions) -> Result<Vec<u64>, RunError> {
     let poll = (o.settle / 4).clamp(Duration::from_millis(100), MAX_POLL);
     let started = Instant::now();
     let deadline = started + o.settle_timeout;
@@ -180,7 +303,7 @@ async fn settle(q: &Query, o: &PullOptions) -> Result<(), RunError> {
                 describe(&counts),
                 if any { "" } else { " (no rows yet)" }
             ));
-            last = Some(counts);
+            last = Some(counts.clone());
             changed = now;
         } else if any && now - changed >= o.settle {
             progress(&format!(
@@ -188,7 +311,7 @@ async fn settle(q: &Query, o: &PullOptions) -> Result<(), RunError> {
                 (now - changed).as_secs_f64(),
                 describe(&counts)
             ));
-            return Ok(());
+            return Ok(counts);
         }
         if now >= deadline {
             progress(&format!(
@@ -197,7 +320,7 @@ async fn settle(q: &Query, o: &PullOptions) -> Result<(), RunError> {
                 if any { "growing" } else { "empty" },
                 (now - started).as_secs_f64()
             ));
-            return Ok(());
+            return Ok(counts);
         }
         tokio::time::sleep(poll.min(deadline - now)).await;
     }
@@ -216,29 +339,29 @@ pub async fn pull(o: &PullOptions) -> Result<usize, RunError> {
         .join(&format!("v1/workspaces/{}/query", o.workspace))
         .map_err(|e| RunError::Config(format!("workspace id {}: {e}", o.workspace)))?;
     // Fixed now: late rows are selected by when they were printed, not when they arrived.
-    let until = o.until.unwrap_or_else(Utc::now);
+    let since = o.since.trunc_subsecs(3);
+    let until = o.until.unwrap_or_else(Utc::now).trunc_subsecs(3);
     let q = Query {
         http,
         url,
         token,
-        timespan: format!("{}/{}", iso(o.since), iso(until)),
-        window: format!(
-            "TimeGenerated between (datetime({}) .. datetime({}))",
-            iso(o.since),
-            iso(until)
-        ),
+        timespan: format!("{}/{}", iso(since), iso(until)),
+        window: Slice {
+            from: since,
+            to: until,
+            closed: true,
+        },
     };
-    if !o.settle.is_zero() {
-        settle(&q, o).await?;
-    }
+    // Without settling the counts are unknown: one slice, halved if the answer is truncated.
+    let counts = if o.settle.is_zero() {
+        vec![0; TABLES.len()]
+    } else {
+        settle(&q, o).await?
+    };
     let scrubber = Scrubber::new(o.subscription_id.as_deref(), o.tenant_id.as_deref());
     let mut total = 0;
-    for table in TABLES {
-        let query = format!("{table} | where {} | order by TimeGenerated asc", q.window);
-        let lines = match q.run(table, &query).await? {
-            Some(body) => rows_to_ndjson(&body, &scrubber),
-            None => Vec::new(),
-        };
+    for (table, expected) in TABLES.into_iter().zip(counts) {
+        let lines = q.rows(table, expected, &scrubber).await?;
         total += lines.len();
         let mut text = lines.join("\n");
         if !text.is_empty() {
@@ -300,6 +423,7 @@ mod tests {
     /// A fake Log Analytics query endpoint on 127.0.0.1 whose rows become visible over time,
     /// as ingestion makes them: each row has the instant (after the fake starts) it "arrives".
     mod fake {
+        use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
         use std::sync::{Arc, Mutex};
         use std::time::{Duration, Instant};
 
@@ -318,6 +442,11 @@ mod tests {
             /// When set, one more console row arrives every this often, forever.
             growing: Option<Duration>,
             pub queries: Mutex<Vec<String>>,
+            /// Row `i` was printed at 14:00:00 plus `i` times this [100 ms].
+            pub ms_per_row: AtomicU64,
+            /// Rows one answer holds at most, as the query API's record limit [none]; past it
+            /// the answer is cut and carries a `PartialError`.
+            pub row_limit: AtomicUsize,
         }
 
         impl Fake {
@@ -335,9 +464,32 @@ mod tests {
             }
         }
 
-        fn row(table: &str, i: usize) -> Value {
+        fn printed(ms_per_row: u64, i: usize) -> chrono::DateTime<chrono::Utc> {
+            let t0: chrono::DateTime<chrono::Utc> = "2026-11-30T14:00:00Z".parse().unwrap();
+            t0 + chrono::Duration::milliseconds((ms_per_row * i as u64) as i64)
+        }
+
+        /// The `TimeGenerated` span a query selects: (from, to, to included), from its first
+        /// two `datetime(...)` literals.
+        fn span(
+            q: &str,
+        ) -> (
+            chrono::DateTime<chrono::Utc>,
+            chrono::DateTime<chrono::Utc>,
+            bool,
+        ) {
+            let lits: Vec<chrono::DateTime<chrono::Utc>> = q
+                .split("datetime(")
+                .skip(1)
+                .map(|p| p.split(')').next().unwrap().parse().unwrap())
+                .collect();
+            let closed = q.contains("between") || q.contains("<= datetime(");
+            (lits[0], lits[1], closed)
+        }
+
+        fn row(table: &str, i: usize, ms_per_row: u64) -> Value {
             json!([
-                format!("2026-11-30T14:00:{:02}.000Z", i % 60),
+                crate::pack::iso(printed(ms_per_row, i)),
                 "subject",
                 "subject--0000001",
                 format!(
@@ -355,19 +507,41 @@ mod tests {
             let q = body["query"].as_str().unwrap_or_default().to_owned();
             f.queries.lock().unwrap().push(q.clone());
             let table = q.split_whitespace().next().unwrap_or_default().to_owned();
-            let n = f.visible(&table);
+            let ms = f.ms_per_row.load(Ordering::SeqCst);
+            let (from, to, closed) = span(&q);
+            let selected: Vec<usize> = (0..f.visible(&table))
+                .filter(|i| {
+                    let t = printed(ms, *i);
+                    t >= from && (t < to || (closed && t == to))
+                })
+                .collect();
             if q.ends_with("| count") {
                 return Json(json!({"tables": [{"name": "PrimaryResult",
-                    "columns": [{"name": "Count", "type": "long"}], "rows": [[n]]}]}));
+                    "columns": [{"name": "Count", "type": "long"}], "rows": [[selected.len()]]}]}));
             }
-            let rows: Vec<Value> = (0..n).map(|i| row(&table, i)).collect();
-            Json(json!({"tables": [{"name": "PrimaryResult", "columns": [
+            let limit = f.row_limit.load(Ordering::SeqCst);
+            let rows: Vec<Value> = selected
+                .iter()
+                .take(limit)
+                .map(|i| row(&table, *i, ms))
+                .collect();
+            let error = (selected.len() > limit).then(|| {
+                json!({"code": "PartialError",
+                    "message": "There were some errors when processing your query.",
+                    "details": [{"code": "EngineError", "message": "Something went wrong processing your query on the server.",
+                        "innererror": {"code": "-2133196797", "message": format!("Query result set has exceeded the internal record count limit {limit} records")}}]})
+            });
+            let mut body = json!({"tables": [{"name": "PrimaryResult", "columns": [
                 {"name": "TimeGenerated", "type": "datetime"},
                 {"name": "ContainerAppName_s", "type": "string"},
                 {"name": "RevisionName_s", "type": "string"},
                 {"name": "Log_s", "type": "string"},
                 {"name": "_ResourceId", "type": "string"},
-                {"name": "TenantId", "type": "string"}], "rows": rows}]}))
+                {"name": "TenantId", "type": "string"}], "rows": rows}]});
+            if let Some(e) = error {
+                body["error"] = e;
+            }
+            Json(body)
         }
 
         /// Starts the fake; returns its base URL and state.
@@ -385,6 +559,8 @@ mod tests {
                 system: system.iter().map(|ms| Duration::from_millis(*ms)).collect(),
                 growing,
                 queries: Mutex::new(Vec::new()),
+                ms_per_row: AtomicU64::new(100),
+                row_limit: AtomicUsize::new(usize::MAX),
             });
             let app = Router::new()
                 .route("/v1/workspaces/{ws}/query", post(query))
@@ -484,6 +660,94 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let n = pull(&options(url, dir.path(), 400, 20_000)).await.unwrap();
         assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn slices_cover_the_window_once_on_whole_milliseconds() {
+        let from: DateTime<Utc> = "2026-11-30T14:00:00Z".parse().unwrap();
+        let window = Slice {
+            from,
+            to: from + chrono::Duration::milliseconds(1001),
+            closed: true,
+        };
+        let parts = window.split(3);
+        assert_eq!(parts.len(), 3);
+        assert_eq!((parts[0].from, parts[2].to), (window.from, window.to));
+        for w in parts.windows(2) {
+            assert_eq!(w[0].to, w[1].from, "contiguous");
+            assert!(!w[0].closed, "only the last slice holds its end");
+        }
+        assert!(parts[2].closed);
+        assert!(
+            parts
+                .iter()
+                .all(|p| p.from.timestamp_subsec_nanos() % 1_000_000 == 0)
+        );
+        assert!(
+            parts[1]
+                .condition()
+                .contains("< datetime(2026-11-30T14:00:00.667Z)")
+        );
+        // A millisecond cannot be halved; an empty window is one slice.
+        let ms = Slice {
+            from,
+            to: from + chrono::Duration::milliseconds(1),
+            closed: false,
+        };
+        assert_eq!(ms.split(2), vec![ms]);
+        assert_eq!(window.split(0).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_window_past_the_record_limit_is_pulled_in_halves_with_no_row_lost_or_repeated() {
+        // 2,500 console rows, one every second; the API answers at most 1,000 rows a query.
+        let (url, f) = fake::start(&[0; 2500], &[0], None).await;
+        f.ms_per_row
+            .store(1000, std::sync::atomic::Ordering::SeqCst);
+        f.row_limit.store(1000, std::sync::atomic::Ordering::SeqCst);
+        let dir = tempfile::tempdir().unwrap();
+        let n = pull(&options(url, dir.path(), 200, 20_000)).await.unwrap();
+        assert_eq!(n, 2501);
+        let console = read_lines(dir.path(), TABLES[0]);
+        let seqs: Vec<u64> = console
+            .iter()
+            .map(|l| {
+                let row: Value = serde_json::from_str(l).unwrap();
+                let log: Value = serde_json::from_str(row["Log_s"].as_str().unwrap()).unwrap();
+                log["seq"].as_u64().unwrap()
+            })
+            .collect();
+        assert_eq!(
+            seqs,
+            (0..2500).collect::<Vec<u64>>(),
+            "every row once, in order"
+        );
+        let queries = f.queries.lock().unwrap().clone();
+        let rows_queries = queries.iter().filter(|q| !q.ends_with("| count")).count();
+        assert!(
+            rows_queries > 4,
+            "truncated slices were halved: {rows_queries} queries"
+        );
+    }
+
+    #[tokio::test]
+    async fn rows_truncated_within_one_millisecond_fail_the_pull_instead_of_going_missing() {
+        let (url, f) = fake::start(&[0; 50], &[0], None).await;
+        f.ms_per_row.store(0, std::sync::atomic::Ordering::SeqCst);
+        f.row_limit.store(10, std::sync::atomic::Ordering::SeqCst);
+        let dir = tempfile::tempdir().unwrap();
+        let err = pull(&options(url, dir.path(), 0, 20_000))
+            .await
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("truncated") && msg.contains("record count limit 10"),
+            "{msg}"
+        );
+        assert!(
+            !dir.path().join(format!("{}.ndjson", TABLES[0])).exists(),
+            "no partial file"
+        );
     }
 
     #[tokio::test]

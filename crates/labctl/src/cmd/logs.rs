@@ -32,6 +32,10 @@ pub enum LogsCommand {
         the pull first waits until no table's row count in the window has grown for --settle, \
         re-counting every settle/4 (at most 30 s), and gives up waiting after --settle-timeout \
         (it then writes what has arrived and says so). --settle 0 pulls at once.\n\n\
+        One query answers at most 500,000 rows, so the rows are queried in time slices of about \
+        200,000 (from the settled counts); a slice whose answer comes back cut (a PartialError) \
+        is queried again as two halves. A table is never written with rows missing: if even a \
+        millisecond's rows come back cut, the pull fails.\n\n\
         Every row is scrubbed before it is written (evidence packs are shared): subscription ids \
         become 00000000-0000-0000-0000-000000000000, tenant ids <tenant>, e-mail addresses \
         <email>, IPv4/IPv6 addresses <ip>. App, revision, replica and job names, run ids and \
