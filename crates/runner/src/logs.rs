@@ -483,7 +483,7 @@ mod tests {
                 .skip(1)
                 .map(|p| p.split(')').next().unwrap().parse().unwrap())
                 .collect();
-            let closed = q.contains("between") || q.contains("<= datetime(");
+            let closed = q.contains("<= datetime(");
             (lits[0], lits[1], closed)
         }
 
@@ -688,7 +688,7 @@ mod tests {
                 .condition()
                 .contains("< datetime(2026-11-30T14:00:00.667Z)")
         );
-        // A millisecond cannot be halved; an empty window is one slice.
+        // A millisecond cannot be halved; asking for no slice still gives one.
         let ms = Slice {
             from,
             to: from + chrono::Duration::milliseconds(1),
