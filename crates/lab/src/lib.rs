@@ -42,7 +42,9 @@ pub enum LabError {
     },
     #[error("{path}: not valid TOML: {msg}")]
     Toml { path: PathBuf, msg: String },
-    #[error("{path}: profile {profile:?} is not defined (defined: {defined})")]
+    #[error(
+        "{path}: profile {profile:?} is not defined: no [profiles.{profile}] (defined: {defined})"
+    )]
     UnknownProfile {
         path: PathBuf,
         profile: String,
@@ -56,8 +58,9 @@ pub enum LabError {
         key: String,
         msg: String,
     },
-    /// The profile changes the pre-registration or weakens a precondition.
-    #[error("{path} (profile {profile}): the profile may not do this: {problems}")]
+    /// A profile of the file (any of them, not only the one asked for) changes the
+    /// pre-registration or weakens a precondition.
+    #[error("{path} (profile {profile}): a profile may not do this: {problems}")]
     Profile {
         path: PathBuf,
         profile: String,
@@ -100,17 +103,13 @@ pub fn parse(text: &str, path: &Path, profile: &str) -> Result<Lab, LabError> {
         path: path.to_owned(),
         msg: e.to_string(),
     })?;
-    if let Some(overlay) = profile::overlay(&doc, profile) {
-        let mut base = doc.clone();
-        base.remove("profiles");
-        let problems = profile::invariant_problems(&base, overlay, profile);
-        if !problems.is_empty() {
-            return Err(LabError::Profile {
-                path: path.to_owned(),
-                profile: profile.to_owned(),
-                problems: Problems(problems),
-            });
-        }
+    let problems = profile::all_invariant_problems(&doc);
+    if !problems.is_empty() {
+        return Err(LabError::Profile {
+            path: path.to_owned(),
+            profile: profile.to_owned(),
+            problems: Problems(problems),
+        });
     }
     let merged = profile::apply(doc, profile).map_err(|defined| LabError::UnknownProfile {
         path: path.to_owned(),

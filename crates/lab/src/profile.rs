@@ -48,14 +48,6 @@ pub fn apply(mut doc: Table, name: &str) -> Result<Table, String> {
     }
 }
 
-/// The overlay `[profiles.<name>]` of `doc`, when the file defines it.
-pub fn overlay<'a>(doc: &'a Table, name: &str) -> Option<&'a Table> {
-    doc.get("profiles")
-        .and_then(Value::as_table)
-        .and_then(|p| p.get(name))
-        .and_then(Value::as_table)
-}
-
 /// Top-level keys that state the pre-registration: a profile may not set them.
 pub const PRE_REGISTERED: [&str; 5] = ["rule", "kind", "hypothesis", "question", "phases"];
 
@@ -168,6 +160,36 @@ pub fn invariant_problems(base: &Table, overlay: &Table, name: &str) -> Vec<Prob
                     }
                 }
             }
+        }
+    }
+    out
+}
+
+/// [`invariant_problems`] of every profile `doc` defines (the file is one pre-registration, so a
+/// profile that breaks it makes the file invalid whichever profile is loaded), and every
+/// `[profiles]` entry that is not a table.
+pub fn all_invariant_problems(doc: &Table) -> Vec<Problem> {
+    let Some(profiles) = doc.get("profiles") else {
+        return Vec::new();
+    };
+    let Some(profiles) = profiles.as_table() else {
+        return vec![Problem {
+            key: "profiles".into(),
+            item: None,
+            msg: "must be a table of [profiles.<name>] tables".into(),
+        }];
+    };
+    let mut base = doc.clone();
+    base.remove("profiles");
+    let mut out = Vec::new();
+    for (name, overlay) in profiles {
+        match overlay.as_table() {
+            Some(o) => out.extend(invariant_problems(&base, o, name)),
+            None => out.push(Problem {
+                key: format!("profiles.{name}"),
+                item: None,
+                msg: "a profile must be a table (an overlay of the lab's keys)".into(),
+            }),
         }
     }
     out

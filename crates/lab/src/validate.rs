@@ -168,7 +168,10 @@ fn head(v: &mut V, lab: &Lab) {
         }
     }
     match (lab.kind, &lab.rule) {
-        (LabKind::Falsification, None) => v.top("rule", "a falsification lab needs a [rule]"),
+        (LabKind::Falsification, None) => v.top(
+            "rule",
+            "a falsification lab (kind = \"falsification\", the default) needs a [rule]",
+        ),
         (LabKind::Observation, _) if lab.checks.is_empty() => v.top(
             "checks",
             "an observation lab needs at least one [[checks]] entry",

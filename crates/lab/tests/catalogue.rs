@@ -125,7 +125,7 @@ fn typos_and_dangling_references_are_rejected_with_the_place() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("\"nightly\" is not defined (defined: full, quick)"),
+        err.contains("\"nightly\" is not defined: no [profiles.nightly] (defined: full, quick)"),
         "{err}"
     );
 }
