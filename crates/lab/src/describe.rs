@@ -307,6 +307,20 @@ pub fn pre_registration(lab: &Lab, file: &str, profile: &str) -> String {
             let _ = writeln!(o, "  - {:?} ({}): {}", c.name, c.kind, check_text(c));
         }
     }
+    apparatus(&mut o, lab);
+    let _ = writeln!(
+        o,
+        "\nschedule ({} of load, one step after the other):",
+        human(schedule_length(lab))
+    );
+    for (i, s) in lab.steps.iter().enumerate() {
+        let _ = writeln!(o, "  {}. {}", i + 1, step_text(lab, s));
+    }
+    o
+}
+
+/// The apps and the loads, one line each.
+fn apparatus(o: &mut String, lab: &Lab) {
     let _ = writeln!(o, "\napps:");
     for a in &lab.apps {
         let probes: Vec<String> = a
@@ -342,15 +356,6 @@ pub fn pre_registration(lab: &Lab, file: &str, profile: &str) -> String {
             );
         }
     }
-    let _ = writeln!(
-        o,
-        "\nschedule ({} of load, one step after the other):",
-        human(schedule_length(lab))
-    );
-    for (i, s) in lab.steps.iter().enumerate() {
-        let _ = writeln!(o, "  {}. {}", i + 1, step_text(lab, s));
-    }
-    o
 }
 
 #[cfg(test)]

@@ -123,6 +123,21 @@ pub fn invariant_problems(base: &Table, overlay: &Table, name: &str) -> Vec<Prob
             }
         }
     }
+    out.extend(check_overlay_problems(base, overlay, name));
+    out
+}
+
+/// A profile's `[[checks]]` overlay names existing checks and sets only their `within`.
+fn check_overlay_problems(base: &Table, overlay: &Table, name: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut push = |key: String, msg: String| {
+        out.push(Problem {
+            key,
+            item: None,
+            msg,
+        })
+    };
+    let at = |k: &str| format!("profiles.{name}.{k}");
     if let Some(checks) = overlay.get("checks") {
         let base_names: Vec<&str> = base
             .get("checks")

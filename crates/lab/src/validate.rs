@@ -677,6 +677,15 @@ fn check(v: &mut V, lab: &Lab, i: usize, c: &Check) {
         );
         return;
     }
+    check_params(v, i, c);
+    check_refs(v, lab, i, c);
+    check_ranges(v, i, c);
+}
+
+/// The keys the check's kind needs are set, and it sets no other.
+fn check_params(v: &mut V, i: usize, c: &Check) {
+    let item = named("check", &c.name);
+    let k = |f: &str| format!("checks[{i}].{f}");
     let params = c.kind.params();
     for p in params.iter().filter(|p| p.need == Need::Required) {
         if !c.set_params().contains(&p.key) {
@@ -701,6 +710,12 @@ fn check(v: &mut V, lab: &Lab, i: usize, c: &Check) {
             );
         }
     }
+}
+
+/// Its `step`, `app`, `load` and `scenario` exist, and fit together.
+fn check_refs(v: &mut V, lab: &Lab, i: usize, c: &Check) {
+    let item = named("check", &c.name);
+    let k = |f: &str| format!("checks[{i}].{f}");
     let step = c.step.as_ref().and_then(|s| {
         let found = lab.steps.iter().find(|x| &x.name == s);
         if found.is_none() {
@@ -765,6 +780,12 @@ fn check(v: &mut V, lab: &Lab, i: usize, c: &Check) {
             format!("step {:?} has no action on app {app:?}", s.name),
         );
     }
+}
+
+/// Its values are in range.
+fn check_ranges(v: &mut V, i: usize, c: &Check) {
+    let item = named("check", &c.name);
+    let k = |f: &str| format!("checks[{i}].{f}");
     if let Some(p) = &c.probe
         && !["startup", "readiness", "liveness"].contains(&p.to_lowercase().as_str())
     {
