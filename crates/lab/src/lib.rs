@@ -60,7 +60,7 @@ pub enum LabError {
     },
     /// A profile of the file (any of them, not only the one asked for) changes the
     /// pre-registration or weakens a precondition.
-    #[error("{path} (profile {profile}): a profile may not do this: {problems}")]
+    #[error("{path} (profile {profile}): {problems}")]
     Profile {
         path: PathBuf,
         profile: String,
