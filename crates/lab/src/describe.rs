@@ -194,7 +194,8 @@ pub fn step_text(lab: &Lab, s: &Step) -> String {
             let _ = write!(t, ", every {i}");
         }
         if let Some(o) = dur(&s.offset) {
-            let _ = write!(t, ", the first after {o}");
+            let which = if n > 1 { "the first " } else { "" };
+            let _ = write!(t, ", {which}after {o}");
         }
     }
     let loads: Vec<&str> = step_loads(lab, s).iter().map(|l| l.name.as_str()).collect();
