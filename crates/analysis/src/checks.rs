@@ -45,18 +45,8 @@ use crate::timeline::probe_type;
 use crate::ts::iso_ms;
 use crate::verdict::{Gate, Status};
 
-/// Every kind this module evaluates.
-pub const KINDS: &[&str] = &[
-    "status_seen",
-    "no_errors",
-    "errors_at_least",
-    "restart_count_at_least",
-    "restart_count_at_most",
-    "probe_failed",
-    "probe_failed_first",
-    "recovers",
-    "action_failed",
-];
+/// Every kind this module evaluates (defined, with its parameters, in `lab::checks`).
+pub use lab::checks::KINDS;
 
 /// One evaluated check: its gate and the evidence level of what it rests on.
 #[derive(Clone, Debug)]
@@ -105,22 +95,23 @@ fn judged(ok: bool, detail: String, numbers: Value, rows: Vec<String>) -> Eval {
 }
 
 fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
-    let level = match c.kind.as_str() {
-        "status_seen" | "no_errors" | "errors_at_least" | "recovers" => Level::Measured,
+    use lab::CheckKind as K;
+    let level = match c.kind {
+        K::StatusSeen | K::NoErrors | K::ErrorsAtLeast | K::Recovers => Level::Measured,
         _ => Level::Observed,
     };
     let e = match inp.runs {
         Err(why) => invalid(format!("runs.json: {why}")),
-        Ok(runs) => match c.kind.as_str() {
-            "status_seen" | "no_errors" | "errors_at_least" | "recovers" => {
+        Ok(runs) => match &c.kind {
+            K::StatusSeen | K::NoErrors | K::ErrorsAtLeast | K::Recovers => {
                 load_check(c, runs, inp)
             }
-            "restart_count_at_least"
-            | "restart_count_at_most"
-            | "probe_failed"
-            | "probe_failed_first" => event_check(c, runs, inp.acc),
-            "action_failed" => action_check(c, runs),
-            k => invalid(format!(
+            K::RestartCountAtLeast
+            | K::RestartCountAtMost
+            | K::ProbeFailed
+            | K::ProbeFailedFirst => event_check(c, runs, inp.acc),
+            K::ActionFailed => action_check(c, runs),
+            K::Unknown(k) => invalid(format!(
                 "unknown check kind {k:?} (known: {})",
                 KINDS.join(", ")
             )),

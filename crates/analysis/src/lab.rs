@@ -27,8 +27,8 @@
 //! ```
 //!
 //! An observation lab (`kind = "observation"`) has `[[checks]]` entries instead of a rule
-//! (`name, kind, app, load, scenario, step, probe, status, min, max, within`; see
-//! [`crate::checks`]).
+//! (`lab::Check`: `name, kind, app, load, scenario, step, probe, status, min, max, within`, each
+//! kind's parameters in `lab::checks`; evaluated by [`crate::checks`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -57,21 +57,9 @@ pub struct LabFile {
     pub checks: Vec<CheckSpec>,
 }
 
-/// One `[[checks]]` entry (every key but `name` and `kind` optional).
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct CheckSpec {
-    pub name: String,
-    pub kind: String,
-    pub app: Option<String>,
-    pub load: Option<String>,
-    pub scenario: Option<String>,
-    pub step: Option<String>,
-    pub probe: Option<String>,
-    pub status: Option<u16>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    pub within: Option<String>,
-}
+/// One `[[checks]]` entry: the lab crate's type, where the kinds and their parameters are
+/// defined and validated (`lab::checks`); an unknown kind reads as `CheckKind::Unknown`.
+pub use lab::Check as CheckSpec;
 
 /// `[hypothesis]`.
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -6,16 +6,29 @@
 //! checks the analysis evaluates. One file serves both targets: the apps are rendered into the
 //! same Microsoft.App ARM bodies for Azure and for localplane ([`arm_body`]).
 //!
-//! - [`schema`]: the types and their validation;
+//! [`load`] validates a lab completely before anything runs: the types and unknown keys (with the
+//! key path of a wrong value), every cross-reference, every range, every `[[checks]]` entry
+//! against its kind, the preconditions' demands on the schedule, and the profile invariant (a
+//! profile may not change the pre-registration or weaken a precondition).
+//!
+//! - [`schema`]: the types;
+//! - [`checks`]: the `[[checks]]` kinds and their parameters (the analysis evaluates them);
+//! - [`validate`]: what serde cannot check, as [`validate::Problem`]s with key paths;
 //! - [`profile`]: `[profiles.<name>]` overlays (`full` is the file itself, `quick` the same shape
-//!   in minutes);
+//!   in minutes) and what an overlay may not do;
+//! - [`describe`]: the catalogue line and the pre-registration in words (`labctl lab list/show`);
 //! - [`arm_body`]: a lab app as a `containerApps` PUT body.
 
 pub mod arm_body;
+pub mod checks;
+pub mod describe;
 pub mod profile;
 pub mod schema;
+pub mod validate;
 
+pub use checks::{CheckKind, Need};
 pub use schema::{Action, App, Check, Lab, LabKind, Load, Step};
+pub use validate::{Problem, Problems};
 
 use std::path::{Path, PathBuf};
 
@@ -29,28 +42,53 @@ pub enum LabError {
     },
     #[error("{path}: not valid TOML: {msg}")]
     Toml { path: PathBuf, msg: String },
-    #[error("{path}: profile {profile:?} is not defined (defined: {defined})")]
+    #[error(
+        "{path}: profile {profile:?} is not defined: no [profiles.{profile}] (defined: {defined})"
+    )]
     UnknownProfile {
         path: PathBuf,
         profile: String,
         defined: String,
     },
-    #[error("{path} (profile {profile}): {msg}")]
+    /// A key of the wrong type, a missing or an unknown key (`key` is its path, `.` the top).
+    #[error("{path} (profile {profile}): {key}: {msg}")]
     Schema {
         path: PathBuf,
         profile: String,
+        key: String,
         msg: String,
     },
-    #[error("{path} (profile {profile}): invalid lab: {msg}")]
+    /// A profile of the file (any of them, not only the one asked for) changes the
+    /// pre-registration or weakens a precondition.
+    #[error("{path} (profile {profile}): {problems}")]
+    Profile {
+        path: PathBuf,
+        profile: String,
+        problems: Problems,
+    },
+    #[error("{path} (profile {profile}): invalid lab: {problems}")]
     Invalid {
         path: PathBuf,
         profile: String,
-        msg: String,
+        problems: Problems,
     },
 }
 
+impl LabError {
+    /// The key paths the error is about (empty for read, TOML and profile-name errors).
+    pub fn keys(&self) -> Vec<&str> {
+        match self {
+            LabError::Schema { key, .. } => vec![key.as_str()],
+            LabError::Profile { problems, .. } | LabError::Invalid { problems, .. } => {
+                problems.0.iter().map(|p| p.key.as_str()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// Reads a lab file and applies a profile (`full` means the file as written, unless it defines
-/// a `[profiles.full]` overlay).
+/// a `[profiles.full]` overlay), then validates it completely (see the crate docs).
 pub fn load(path: &Path, profile: &str) -> Result<Lab, LabError> {
     let text = std::fs::read_to_string(path).map_err(|source| LabError::Read {
         path: path.to_owned(),
@@ -65,22 +103,38 @@ pub fn parse(text: &str, path: &Path, profile: &str) -> Result<Lab, LabError> {
         path: path.to_owned(),
         msg: e.to_string(),
     })?;
+    let problems = profile::all_invariant_problems(&doc);
+    if !problems.is_empty() {
+        return Err(LabError::Profile {
+            path: path.to_owned(),
+            profile: profile.to_owned(),
+            problems: Problems(problems),
+        });
+    }
     let merged = profile::apply(doc, profile).map_err(|defined| LabError::UnknownProfile {
         path: path.to_owned(),
         profile: profile.to_owned(),
         defined,
     })?;
-    let lab: Lab = toml::Value::Table(merged)
-        .try_into()
-        .map_err(|e: toml::de::Error| LabError::Schema {
-            path: path.to_owned(),
-            profile: profile.to_owned(),
-            msg: e.to_string(),
-        })?;
-    lab.validate().map_err(|msg| LabError::Invalid {
+    let lab: Lab = serde_path_to_error::deserialize(toml::Value::Table(merged)).map_err(
+        |e: serde_path_to_error::Error<toml::de::Error>| {
+            let key = e.path().to_string();
+            LabError::Schema {
+                path: path.to_owned(),
+                profile: profile.to_owned(),
+                key: if key == "." {
+                    "(top level)".into()
+                } else {
+                    key
+                },
+                msg: e.into_inner().message().trim().to_owned(),
+            }
+        },
+    )?;
+    lab.validate().map_err(|problems| LabError::Invalid {
         path: path.to_owned(),
         profile: profile.to_owned(),
-        msg,
+        problems,
     })?;
     Ok(lab)
 }

@@ -18,6 +18,8 @@
 
 use toml::{Table, Value};
 
+use crate::validate::Problem;
+
 /// The profile that means "the file as written" when the file does not define it.
 pub const FULL: &str = "full";
 
@@ -44,6 +46,168 @@ pub fn apply(mut doc: Table, name: &str) -> Result<Table, String> {
             Err(defined.join(", "))
         }
     }
+}
+
+/// Top-level keys that state the pre-registration: a profile may not set them.
+pub const PRE_REGISTERED: [&str; 5] = ["rule", "kind", "hypothesis", "question", "phases"];
+
+/// The preconditions that are on/off switches: a profile may turn them on, never off.
+const SWITCHES: [&str; 3] = ["baseline_clean", "headroom", "perturbations_observed"];
+
+/// What `overlay` (the profile `name` of a lab whose file without profiles is `base`) may not
+/// do: change the pre-registration ([`PRE_REGISTERED`]: the `[rule]`, the hypothesis, ...),
+/// weaken `[preconditions]` (turn a required one off, lower `headroom_factor`), or change a
+/// `[[checks]]` entry beyond its `within` (a profile shortens the schedule, not what is expected).
+/// `expected_perturbations` may follow the profile's schedule: validation ties it to the events
+/// the schedule fires.
+pub fn invariant_problems(base: &Table, overlay: &Table, name: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut push = |key: String, msg: String| {
+        out.push(Problem {
+            key,
+            item: None,
+            msg,
+        })
+    };
+    let at = |k: &str| format!("profiles.{name}.{k}");
+    for key in PRE_REGISTERED {
+        let Some(v) = overlay.get(key) else { continue };
+        let sub: Vec<String> = match v {
+            Value::Table(t) if !t.is_empty() => {
+                t.keys().map(|k| at(&format!("{key}.{k}"))).collect()
+            }
+            _ => vec![at(key)],
+        };
+        for k in sub {
+            push(
+                k,
+                format!(
+                    "a profile may not change the pre-registered `{key}`: it is stated once, \
+                     in the lab file, for every profile"
+                ),
+            );
+        }
+    }
+    let empty = Table::new();
+    let base_pre = base
+        .get("preconditions")
+        .and_then(Value::as_table)
+        .unwrap_or(&empty);
+    if let Some(Value::Table(pre)) = overlay.get("preconditions") {
+        for (k, v) in pre {
+            let was = base_pre.get(k);
+            if SWITCHES.contains(&k.as_str()) {
+                if v.as_bool() == Some(false) && was.and_then(Value::as_bool) == Some(true) {
+                    push(
+                        at(&format!("preconditions.{k}")),
+                        format!("a profile may not turn off the required precondition {k}"),
+                    );
+                }
+            } else if k == "headroom_factor" {
+                let num = |v: &Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+                match (was.and_then(num), num(v)) {
+                    (Some(b), Some(o)) if o < b => push(
+                        at("preconditions.headroom_factor"),
+                        format!(
+                            "a profile may not lower headroom_factor ({b} in the lab, {o} here)"
+                        ),
+                    ),
+                    (None, Some(_)) => push(
+                        at("preconditions.headroom_factor"),
+                        "set headroom_factor in the lab's [preconditions]; a profile may only \
+                         raise it"
+                            .to_owned(),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+    }
+    out.extend(check_overlay_problems(base, overlay, name));
+    out
+}
+
+/// A profile's `[[checks]]` overlay names existing checks and sets only their `within`.
+fn check_overlay_problems(base: &Table, overlay: &Table, name: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut push = |key: String, msg: String| {
+        out.push(Problem {
+            key,
+            item: None,
+            msg,
+        })
+    };
+    let at = |k: &str| format!("profiles.{name}.{k}");
+    if let Some(checks) = overlay.get("checks") {
+        let base_names: Vec<&str> = base
+            .get("checks")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(name_of).collect())
+            .unwrap_or_default();
+        match checks.as_array() {
+            None => push(at("checks"), "must be an array of tables".to_owned()),
+            Some(a) => {
+                for (i, c) in a.iter().enumerate() {
+                    let k = |f: &str| at(&format!("checks[{i}]{f}"));
+                    match name_of(c) {
+                        None => push(
+                            k(""),
+                            "a profile's check names the lab's check it shortens (`name`)"
+                                .to_owned(),
+                        ),
+                        Some(n) if !base_names.contains(&n) => push(
+                            k(".name"),
+                            format!(
+                                "{n:?} is not a check of the lab: a profile may not add checks"
+                            ),
+                        ),
+                        Some(_) => {}
+                    }
+                    for key in c.as_table().into_iter().flat_map(|t| t.keys()) {
+                        if key != "name" && key != "within" {
+                            push(
+                                k(&format!(".{key}")),
+                                "a profile may change only a check's `within` (the schedule's \
+                                 length), not what the check expects"
+                                    .to_owned(),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// [`invariant_problems`] of every profile `doc` defines (the file is one pre-registration, so a
+/// profile that breaks it makes the file invalid whichever profile is loaded), and every
+/// `[profiles]` entry that is not a table.
+pub fn all_invariant_problems(doc: &Table) -> Vec<Problem> {
+    let Some(profiles) = doc.get("profiles") else {
+        return Vec::new();
+    };
+    let Some(profiles) = profiles.as_table() else {
+        return vec![Problem {
+            key: "profiles".into(),
+            item: None,
+            msg: "must be a table of [profiles.<name>] tables".into(),
+        }];
+    };
+    let mut base = doc.clone();
+    base.remove("profiles");
+    let mut out = Vec::new();
+    for (name, overlay) in profiles {
+        match overlay.as_table() {
+            Some(o) => out.extend(invariant_problems(&base, o, name)),
+            None => out.push(Problem {
+                key: format!("profiles.{name}"),
+                item: None,
+                msg: "a profile must be a table (an overlay of the lab's keys)".into(),
+            }),
+        }
+    }
+    out
 }
 
 /// Deep-merges `overlay` into `base` (see the module docs for the rules).

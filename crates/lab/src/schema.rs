@@ -274,176 +274,16 @@ impl Action {
     }
 }
 
-/// An expected observation, evaluated by the analysis into the verdict.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Check {
-    pub name: String,
-    /// `restart_count_at_least`, `restart_count_at_most`, `no_errors`, `errors_at_least`,
-    /// `probe_failed`, `status_seen`, ...: the analysis documents each.
-    pub kind: String,
-    #[serde(default)]
-    pub app: Option<String>,
-    #[serde(default)]
-    pub load: Option<String>,
-    #[serde(default)]
-    pub scenario: Option<String>,
-    #[serde(default)]
-    pub step: Option<String>,
-    #[serde(default)]
-    pub probe: Option<String>,
-    #[serde(default)]
-    pub status: Option<u16>,
-    #[serde(default)]
-    pub min: Option<f64>,
-    #[serde(default)]
-    pub max: Option<f64>,
-    #[serde(default)]
-    pub within: Option<String>,
-}
+pub use crate::checks::Check;
 
 impl Lab {
-    /// Checks what serde cannot: references between sections, durations, rule presence.
-    pub fn validate(&self) -> Result<(), String> {
-        let mut problems = Vec::new();
-        let app_names: Vec<&str> = self.apps.iter().map(|a| a.name.as_str()).collect();
-        let load_names: Vec<&str> = self.load.iter().map(|l| l.name.as_str()).collect();
-        let step_names: Vec<&str> = self.steps.iter().map(|s| s.name.as_str()).collect();
-        for (what, names) in [
-            ("app", &app_names),
-            ("load", &load_names),
-            ("step", &step_names),
-        ] {
-            let mut sorted = names.clone();
-            sorted.sort_unstable();
-            sorted.windows(2).filter(|w| w[0] == w[1]).for_each(|w| {
-                problems.push(format!("{what} name {:?} is used twice", w[0]));
-            });
-        }
-        match (self.kind, &self.rule) {
-            (LabKind::Falsification, None) => {
-                problems.push("a falsification lab needs a [rule]".to_owned())
-            }
-            (LabKind::Observation, _) if self.checks.is_empty() => {
-                problems.push("an observation lab needs at least one [[checks]] entry".to_owned())
-            }
-            _ => {}
-        }
-        if let Some(rule) = &self.rule {
-            check_duration(&mut problems, "rule.window", Some(&rule.window));
-            if rule.consecutive == 0 {
-                problems.push("rule.consecutive must be at least 1".to_owned());
-            }
-            if !(0.0..=100.0).contains(&rule.threshold_pct) {
-                problems.push("rule.threshold_pct must be between 0 and 100".to_owned());
-            }
-        }
-        for app in &self.apps {
-            if !is_resource_name(&app.name) {
-                problems.push(format!(
-                    "app name {:?}: lower case letters, digits and '-', 2-32 characters, starting with a letter",
-                    app.name
-                ));
-            }
-            if app.replicas == 0 {
-                problems.push(format!("app {}: replicas must be at least 1", app.name));
-            }
-            for p in &app.probes {
-                if !["Startup", "Readiness", "Liveness"].contains(&p.kind.as_str()) {
-                    problems.push(format!(
-                        "app {}: probe type {:?} is not Startup, Readiness or Liveness",
-                        app.name, p.kind
-                    ));
-                }
-            }
-        }
-        for load in &self.load {
-            if !app_names.contains(&load.target.as_str()) {
-                problems.push(format!(
-                    "load {}: target app {:?} is not defined",
-                    load.name, load.target
-                ));
-            }
-            if !["close", "keep-alive"].contains(&load.connection.as_str()) {
-                problems.push(format!(
-                    "load {}: connection must be close or keep-alive",
-                    load.name
-                ));
-            }
-            if load.rate.is_none() && load.workers.is_none() {
-                problems.push(format!(
-                    "load {}: set rate (open model) or workers (closed model)",
-                    load.name
-                ));
-            }
-            check_duration(
-                &mut problems,
-                &format!("load {} timeout", load.name),
-                load.timeout.as_deref(),
-            );
-            check_duration(
-                &mut problems,
-                &format!("load {} think", load.name),
-                load.think.as_deref(),
-            );
-        }
-        for step in &self.steps {
-            let ctx = format!("step {}", step.name);
-            for (k, v) in [
-                ("duration", &step.duration),
-                ("interval", &step.interval),
-                ("offset", &step.offset),
-                ("staircase_step", &step.staircase_step),
-                ("staircase_pause", &step.staircase_pause),
-            ] {
-                check_duration(&mut problems, &format!("{ctx} {k}"), v.as_deref());
-            }
-            if step.duration.is_none()
-                && (step.events.is_none() || step.interval.is_none())
-                && step.staircase.is_empty()
-            {
-                problems.push(format!(
-                    "{ctx}: give a duration, or events and interval, or a staircase"
-                ));
-            }
-            if let Some(action) = &step.action
-                && !app_names.contains(&action.app())
-            {
-                problems.push(format!(
-                    "{ctx}: action targets undefined app {:?}",
-                    action.app()
-                ));
-            }
-            for l in step.loads.iter().flatten() {
-                if !load_names.contains(&l.as_str()) {
-                    problems.push(format!("{ctx}: load {l:?} is not defined"));
-                }
-            }
-        }
-        for check in &self.checks {
-            if let Some(app) = &check.app
-                && !app_names.contains(&app.as_str())
-            {
-                problems.push(format!("check {}: app {app:?} is not defined", check.name));
-            }
-            if let Some(step) = &check.step
-                && !step_names.contains(&step.as_str())
-            {
-                problems.push(format!(
-                    "check {}: step {step:?} is not defined",
-                    check.name
-                ));
-            }
-            check_duration(
-                &mut problems,
-                &format!("check {} within", check.name),
-                check.within.as_deref(),
-            );
-        }
-        if problems.is_empty() {
+    /// Everything serde cannot check ([`crate::validate`]): every problem, each with its key.
+    pub fn validate(&self) -> Result<(), crate::validate::Problems> {
+        let p = crate::validate::problems(self);
+        if p.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("; "))
+            Err(crate::validate::Problems(p))
         }
     }
 
@@ -468,19 +308,4 @@ impl Step {
         let n = u32::try_from(self.staircase.len()).unwrap_or(u32::MAX);
         step * n + pause * n.saturating_sub(1)
     }
-}
-
-fn check_duration(problems: &mut Vec<String>, what: &str, v: Option<&str>) {
-    if let Some(Err(e)) = v.map(parse_duration) {
-        problems.push(format!("{what}: {e}"));
-    }
-}
-
-fn is_resource_name(s: &str) -> bool {
-    (2..=32).contains(&s.len())
-        && s.starts_with(|c: char| c.is_ascii_lowercase())
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.ends_with('-')
-        && !s.contains("--")
 }

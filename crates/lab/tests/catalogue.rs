@@ -117,12 +117,15 @@ fn typos_and_dangling_references_are_rejected_with_the_place() {
     let err = lab::parse(&bad_duration, "w.toml".as_ref(), "full")
         .unwrap_err()
         .to_string();
-    assert!(err.contains("step baseline duration"), "{err}");
+    assert!(
+        err.contains("steps[0].duration (step \"baseline\")"),
+        "{err}"
+    );
     let err = lab::parse(&base, "w.toml".as_ref(), "nightly")
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("\"nightly\" is not defined (defined: full, quick)"),
+        err.contains("\"nightly\" is not defined: no [profiles.nightly] (defined: full, quick)"),
         "{err}"
     );
 }

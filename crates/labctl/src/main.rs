@@ -25,7 +25,9 @@ pub mod exit {
     version,
     about = "Run pre-registered Container Apps experiments and turn their logs into a verdict.",
     long_about = "labctl turns a lab's logs into an evidence pack with a mechanical verdict.\n\n\
-        Typical use:\n  labctl analyze evidence/startup-degraded-20260612T141745Z/\n  \
+        Typical use:\n  labctl lab list\n  labctl lab show startup-degraded\n  \
+        labctl lab run startup-degraded --profile quick\n  \
+        labctl analyze evidence/startup-degraded-20260612T141745Z/\n  \
         labctl analyze --out /tmp/pack exported-q2.json k6-stdout.log\n  \
         labctl report evidence/startup-degraded-20260612T141745Z/",
     after_help = "Exit codes: 0 analysis done and the hypothesis held (report: written); \
@@ -40,7 +42,8 @@ struct Cli {
 enum Command {
     Analyze(cmd::analyze::Args),
     Report(cmd::report::Args),
-    /// Run a lab end to end (`lab run LAB --profile quick`).
+    /// The lab catalogue: list the labs, show one's pre-registration, run one end to end
+    /// (`lab list`, `lab show NAME`, `lab run NAME --profile quick`).
     Lab(cmd::lab::Args),
     /// Drive one phase by hand against deployed apps and jobs (the original trigger.sh).
     Trigger(cmd::trigger::Args),

@@ -1,4 +1,5 @@
-//! `labctl analyze` / `labctl report` as a user runs them: exit codes and the files they leave.
+//! `labctl analyze` / `labctl report` / `labctl lab list|show` as a user runs them: exit codes,
+//! what they print and the files they leave.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -89,4 +90,214 @@ fn report_rewrites_report_and_charts_of_a_pack() {
         !pack.join("verdict.json").exists(),
         "report leaves the tables to analyze"
     );
+}
+
+/// `labctl` with PROBELAB_LABS_DIR set: (exit code, stdout, stderr).
+fn labctl_in(labs: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_labctl"))
+        .args(args)
+        .env("PROBELAB_LABS_DIR", labs)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn shipped_labs() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
+}
+
+/// A small lab whose schedule lengths are known (full 2m 40s, quick 55s).
+const TINY: &str = r#"
+title = "Tiny"
+question = "Does the tiny lab list itself?"
+kind = "falsification"
+[hypothesis]
+text = "Nothing breaks."
+expect = "held"
+[rule]
+window = "10s"
+consecutive = 3
+threshold_pct = 0.5
+phases = ["perturbation"]
+[preconditions]
+baseline_clean = true
+[[apps]]
+name = "subject"
+image = "probelab/subject:dev"
+[[load]]
+name = "main"
+target = "subject"
+rate = 20
+[[steps]]
+name = "baseline"
+phase = "baseline"
+duration = "30s"
+[[steps]]
+name = "perturbation"
+phase = "perturbation"
+action = { kind = "rollout", app = "subject" }
+events = 3
+interval = "40s"
+offset = "10s"
+[[profiles.quick.steps]]
+name = "perturbation"
+events = 1
+interval = "20s"
+offset = "5s"
+"#;
+
+#[test]
+fn lab_list_prints_the_catalogue_with_schedule_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tiny.toml"), TINY).unwrap();
+    std::fs::write(dir.path().join("notes.md"), "not a lab").unwrap();
+    let (code, out, err) = labctl_in(dir.path(), &["lab", "list"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one lab: {out}");
+    for w in ["NAME", "KIND", "QUICK", "FULL", "QUESTION"] {
+        assert!(lines[0].contains(w), "{w}: {out}");
+    }
+    // full: 30 s + 10 s + 3 × 40 s = 2m 40s; quick: 30 s + 5 s + 20 s = 55 s.
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        &row[..6],
+        ["tiny", "falsification", "55s", "2m", "40s", "Does"],
+        "{out}"
+    );
+    assert!(
+        lines[1].ends_with("Does the tiny lab list itself?"),
+        "{out}"
+    );
+
+    let (code, out, _) = labctl_in(dir.path(), &["lab", "list", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["name"], "tiny");
+    assert_eq!(v["kind"], "falsification");
+    assert_eq!(v["quick_s"], 55);
+    assert_eq!(v["full_s"], 160);
+    assert_eq!(v["error"], serde_json::Value::Null);
+}
+
+#[test]
+fn lab_list_shows_the_shipped_catalogue_and_names_a_broken_lab() {
+    let (code, out, err) = labctl_in(&shipped_labs(), &["lab", "list"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for name in [
+        "startup-degraded ",
+        "startup-degraded-misconfigured",
+        "dependency-coupled-probes",
+        "liveness-failure-patterns",
+        "worker-saturation",
+        "rolling-drain",
+    ] {
+        assert!(out.contains(name), "{name}: {out}");
+    }
+    assert!(out.contains("observation") && out.contains("falsification"));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tiny.toml"), TINY).unwrap();
+    let broken = TINY.replace(
+        "[[profiles.quick.steps]]",
+        "[profiles.quick.rule]\nconsecutive = 2\n\n[[profiles.quick.steps]]",
+    );
+    std::fs::write(dir.path().join("bent.toml"), broken).unwrap();
+    let (code, out, _) = labctl_in(dir.path(), &["lab", "list"]);
+    assert_eq!(code, 1, "a broken lab makes the exit code 1: {out}");
+    assert!(out.contains("tiny "), "the good lab is still listed: {out}");
+    let bent = out.lines().find(|l| l.starts_with("bent ")).unwrap();
+    assert!(bent.contains("invalid"), "{out}");
+    assert!(
+        out.contains(
+            "profiles.quick.rule.consecutive: a profile may not change the pre-registered `rule`"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn lab_show_states_the_pre_registration_in_words() {
+    let (code, out, err) = labctl_in(
+        &shipped_labs(),
+        &["lab", "show", "startup-degraded", "--profile", "quick"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    for w in [
+        "profile quick",
+        "hypothesis: With readiness-gated traffic switching",
+        "expected verdict: held",
+        "falsified when 3 consecutive 10s windows each have err_pct strictly above 0.5 % in \
+         phase(s) perturbation, supplemental-restart",
+        "baseline_clean:",
+        "headroom: ",
+        ">= 5 × p50 at the staircase step just below it (step preflight: 200 RPS against 100 RPS)",
+        "perturbations_observed:",
+        "1. preflight [phase preflight]",
+        "rollout of subject",
+        "revision restart of subject",
+    ] {
+        assert!(out.contains(w), "{w:?} in:\n{out}");
+    }
+
+    let (code, out, _) = labctl_in(&shipped_labs(), &["lab", "show", "worker-saturation"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(
+            "Readiness is the first probe of single-worker to fail 3 time(s), in step saturate"
+        ),
+        "{out}"
+    );
+
+    let (code, _, err) = labctl_in(&shipped_labs(), &["lab", "show", "startup-degradd"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no lab named 'startup-degradd'"), "{err}");
+    assert!(
+        err.contains("startup-degraded, startup-degraded-misconfigured"),
+        "{err}"
+    );
+
+    let (code, _, err) = labctl_in(
+        &shipped_labs(),
+        &["lab", "show", "startup-degraded", "--profile", "nightly"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no [profiles.nightly] (defined: full, quick)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn lab_help_teaches_list_show_and_run() {
+    let (code, text) = labctl(&["lab", "--help"]);
+    assert_eq!(code, 0);
+    for w in ["list", "show", "run"] {
+        assert!(text.contains(w), "{w} in lab --help: {text}");
+    }
+    let (_, text) = labctl(&["lab", "list", "--help"]);
+    for w in [
+        "PROBELAB_LABS_DIR",
+        "QUICK",
+        "FULL",
+        "--json",
+        "falsification",
+        "observation",
+    ] {
+        assert!(text.contains(w), "{w} in lab list --help: {text}");
+    }
+    let (_, text) = labctl(&["lab", "show", "--help"]);
+    for w in [
+        "--profile",
+        "hypothesis",
+        "preconditions",
+        "schedule",
+        "labctl lab show",
+    ] {
+        assert!(text.contains(w), "{w} in lab show --help: {text}");
+    }
 }

@@ -1,5 +1,7 @@
 //! `labctl lab run LAB`: run a pre-registered lab end to end (the `runner` crate does the work)
 //! and print the verdict; the exit code carries it (0 held, 3 falsified, 4 invalid, 1 error).
+//! `labctl lab list` prints the catalogue and `labctl lab show LAB` one lab's pre-registration in
+//! words (both validate the lab files as `lab run` does, so a broken file shows here first).
 //!
 //! LAB is a file path, or the bare name of a lab in `--labs-dir` (`startup-degraded` is
 //! `<labs dir>/startup-degraded.toml`; the lab image sets `PROBELAB_LABS_DIR=/labs`).
@@ -9,6 +11,7 @@
 
 use std::collections::HashSet;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -30,6 +33,65 @@ pub enum LabCommand {
     /// Run a lab: copy it into a new evidence pack, deploy, run the steps, collect the logs,
     /// analyse, print the verdict and the path of report.md.
     Run(RunArgs),
+    /// List the labs of --labs-dir: name, kind, how long the quick and the full schedule run,
+    /// and the question each lab answers.
+    #[command(
+        long_about = "List the labs of --labs-dir (PROBELAB_LABS_DIR, default labs/).\n\n\
+        One line per lab file: its NAME (what `lab run` and `lab show` take), its KIND \
+        (falsification: held or falsified by a pre-registered rule; observation: held when every \
+        expected observation is seen), how long its QUICK and FULL schedules run (the steps' \
+        load time one after the other; deploying, readiness and the log pull come on top) and \
+        the QUESTION it answers. Every file is validated as `lab run` validates it: a broken \
+        one is listed as invalid, its error follows the table, and the exit code is 1.\n\n\
+        Example:\n  labctl lab list\n  labctl lab list --json | jq -r .name"
+    )]
+    List(ListArgs),
+    /// Show one lab's pre-registration in words: question, hypothesis, the binding rule, the
+    /// preconditions, the checks, the apps, the load and the schedule.
+    #[command(
+        long_about = "Show one lab's pre-registration in words, as `lab run` would run \
+        it with the same --profile: the question, the hypothesis (and the verdict it expects), \
+        the binding rule (the same in every profile), the preconditions whose failure makes the \
+        verdict invalid, the checks of an observation lab, the apps, the load and the schedule \
+        step by step with its length.\n\n\
+        LAB is resolved as `lab run` resolves it: a file path, or a bare name in --labs-dir.\n\n\
+        Example:\n  labctl lab show startup-degraded --profile quick"
+    )]
+    Show(ShowArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ListArgs {
+    /// Where the labs are (every `*.toml` in it).
+    #[arg(
+        long,
+        env = "PROBELAB_LABS_DIR",
+        default_value = "labs",
+        value_name = "DIR"
+    )]
+    pub labs_dir: PathBuf,
+    /// One JSON object per lab on stdout instead of the table (name, file, title, question,
+    /// kind, quick_s, full_s, error).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ShowArgs {
+    /// The lab: a file path, or the bare name of a lab in --labs-dir.
+    #[arg(value_name = "LAB")]
+    pub lab: PathBuf,
+    /// Where bare lab names are looked up.
+    #[arg(
+        long,
+        env = "PROBELAB_LABS_DIR",
+        default_value = "labs",
+        value_name = "DIR"
+    )]
+    pub labs_dir: PathBuf,
+    /// The profile to show: `full` (the file as written) or one the file defines (`quick`).
+    #[arg(long, default_value = "full")]
+    pub profile: String,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -113,7 +175,152 @@ pub struct RunArgs {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.command {
         LabCommand::Run(a) => run_lab(a),
+        LabCommand::List(a) => list(a),
+        LabCommand::Show(a) => show(a),
     }
+}
+
+/// One catalogue line: the lab's name and what `lab::load` made of its two profiles.
+struct Entry {
+    name: String,
+    file: PathBuf,
+    full: Result<lab::Lab, lab::LabError>,
+    quick: Option<Result<lab::Lab, lab::LabError>>,
+}
+
+impl Entry {
+    fn read(file: PathBuf) -> Entry {
+        let name = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let full = lab::load(&file, "full");
+        let quick = match lab::load(&file, "quick") {
+            Err(lab::LabError::UnknownProfile { .. }) => None,
+            other => Some(other),
+        };
+        Entry {
+            name,
+            file,
+            full,
+            quick,
+        }
+    }
+
+    fn error(&self) -> Option<String> {
+        let e = self.full.as_ref().err().map(ToString::to_string);
+        e.or_else(|| {
+            self.quick
+                .as_ref()
+                .and_then(|q| q.as_ref().err())
+                .map(ToString::to_string)
+        })
+    }
+}
+
+fn lab_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let rd = std::fs::read_dir(dir).with_context(|| {
+        format!(
+            "cannot list the labs in {} (set --labs-dir or PROBELAB_LABS_DIR)",
+            dir.display()
+        )
+    })?;
+    let mut files = Vec::new();
+    for e in rd {
+        let p = e
+            .with_context(|| format!("cannot list {}", dir.display()))?
+            .path();
+        if p.extension().is_some_and(|x| x == "toml") && p.is_file() {
+            files.push(p);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn list(a: ListArgs) -> anyhow::Result<u8> {
+    let entries: Vec<Entry> = lab_files(&a.labs_dir)?
+        .into_iter()
+        .map(Entry::read)
+        .collect();
+    if entries.is_empty() {
+        anyhow::bail!("{} holds no *.toml lab", a.labs_dir.display());
+    }
+    let secs = |l: &Result<lab::Lab, lab::LabError>| {
+        l.as_ref()
+            .ok()
+            .map(|l| lab::describe::schedule_length(l).as_secs())
+    };
+    let len = |l: Option<&Result<lab::Lab, lab::LabError>>| match l {
+        None => "-".to_owned(),
+        Some(Err(_)) => "invalid".to_owned(),
+        Some(Ok(l)) => lab::describe::human(lab::describe::schedule_length(l)),
+    };
+    let mut broken = Vec::new();
+    let mut o = String::new();
+    if !a.json {
+        let _ = writeln!(
+            o,
+            "{:<32} {:<14} {:>10} {:>10}  QUESTION",
+            "NAME", "KIND", "QUICK", "FULL"
+        );
+    }
+    for e in &entries {
+        let err = e.error();
+        if a.json {
+            let ok = e.full.as_ref().ok();
+            let line = serde_json::json!({
+                "name": e.name,
+                "file": e.file.display().to_string(),
+                "title": ok.map(|l| l.title.clone()),
+                "question": ok.map(|l| l.question.clone()),
+                "kind": ok.map(lab::describe::kind_name),
+                "quick_s": e.quick.as_ref().and_then(secs),
+                "full_s": secs(&e.full),
+                "error": err,
+            });
+            let _ = writeln!(o, "{line}");
+        } else {
+            let (kind, question) = match &e.full {
+                Ok(l) => (lab::describe::kind_name(l), l.question.as_str()),
+                Err(_) => ("invalid", "(the lab file has errors: see below)"),
+            };
+            let _ = writeln!(
+                o,
+                "{:<32} {:<14} {:>10} {:>10}  {question}",
+                e.name,
+                kind,
+                len(e.quick.as_ref()),
+                len(Some(&e.full)),
+            );
+        }
+        if let Some(err) = err {
+            broken.push(err);
+        }
+    }
+    if !a.json && !broken.is_empty() {
+        let _ = writeln!(o);
+        for b in &broken {
+            let _ = writeln!(o, "invalid: {b}");
+        }
+    }
+    print_out(&o)?;
+    Ok(if broken.is_empty() {
+        exit::HELD
+    } else {
+        exit::ERROR
+    })
+}
+
+fn show(a: ShowArgs) -> anyhow::Result<u8> {
+    let file = resolve_lab(&a.lab, &a.labs_dir)?;
+    let l = lab::load(&file, &a.profile)?;
+    print_out(&lab::describe::pre_registration(
+        &l,
+        &file.display().to_string(),
+        &a.profile,
+    ))?;
+    Ok(exit::HELD)
 }
 
 /// Who gets the evidence after the run (`--evidence-owner`).
@@ -185,6 +392,18 @@ pub fn resolve_lab(lab: &Path, labs_dir: &Path) -> anyhow::Result<PathBuf> {
          (PROBELAB_LABS_DIR)",
         lab.display()
     )
+}
+
+/// Writes `text` to stdout; a reader that went away (`| head`) is not an error.
+fn print_out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write to stdout")
+        }
+        _ => Ok(()),
+    }
 }
 
 /// What exists under `out` before the run, and who will own what the run adds.

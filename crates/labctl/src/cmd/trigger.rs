@@ -112,12 +112,15 @@ pub fn trigger_lab(a: &Args) -> anyhow::Result<lab::Lab> {
         r#"
 title = "trigger {name}"
 question = "manual trigger"
-kind = "observation"
+kind = "falsification"
 [hypothesis]
 text = "manual trigger"
-[[checks]]
-name = "none"
-kind = "none"
+# Never judged here (`labctl analyze` judges the logs); the original lab's rule, so the lab
+# validates.
+[rule]
+window = "10s"
+consecutive = 3
+threshold_pct = 0.5
 [[apps]]
 name = "{app}"
 image = "probelab/subject:dev"

@@ -1,0 +1,253 @@
+//! An observation lab's `[[checks]]`: the one place their kinds and parameters are defined.
+//!
+//! [`lab::load`](crate::load) validates every entry against [`CheckKind::params`] (which keys a
+//! kind needs, which it accepts, the range of each value, and that its `app`, `load`, `scenario`
+//! and `step` exist in the lab), so a typo is a lab-file error before anything runs. The analysis
+//! (`analysis::checks`) reads the same [`Check`] type and evaluates each kind; its exhaustive
+//! match on [`CheckKind`] makes a kind added here a compile error there until it is evaluated.
+//!
+//! An unknown `kind` still deserializes (as [`CheckKind::Unknown`]) so that the analysis of a
+//! hand-written pack can name it in a `not_evaluated` gate; `lab::load` rejects it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What a check observes. The names are the `kind` values of the lab file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum CheckKind {
+    /// Responses of the load with HTTP `status` ≥ `min` (1). [Measured]
+    StatusSeen,
+    /// No error in the load's windows, which must hold at least one request. [Measured]
+    NoErrors,
+    /// Errors of the load ≥ `min` (1). [Measured]
+    ErrorsAtLeast,
+    /// The load's windows have errors and the last window with requests has none. [Measured]
+    Recovers,
+    /// `ContainerTerminated` events of `app` ≥ `min` (1). [Observed]
+    RestartCountAtLeast,
+    /// `ContainerTerminated` events of `app` ≤ `max` (0). [Observed]
+    RestartCountAtMost,
+    /// `ProbeFailed` events of `app` for probe type `probe` ≥ `min` (1). [Observed]
+    ProbeFailed,
+    /// Of `app`'s probe types, `probe` is the first to reach `min` (1) failures. [Observed]
+    ProbeFailedFirst,
+    /// A recorded action of the step for `app` failed. [Observed]
+    ActionFailed,
+    /// A `kind` this version does not know (rejected by `lab::load`).
+    Unknown(String),
+}
+
+/// Whether a check kind needs a parameter or merely accepts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    Required,
+    Optional,
+}
+
+/// One parameter a check kind accepts, with what it means (for `lab show` and errors).
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    pub key: &'static str,
+    pub need: Need,
+    pub meaning: &'static str,
+}
+
+const fn req(key: &'static str, meaning: &'static str) -> Param {
+    Param {
+        key,
+        need: Need::Required,
+        meaning,
+    }
+}
+
+const fn opt(key: &'static str, meaning: &'static str) -> Param {
+    Param {
+        key,
+        need: Need::Optional,
+        meaning,
+    }
+}
+
+const LOAD: Param = req("load", "the [[load]] whose windows are read");
+const SCENARIO: Param = opt(
+    "scenario",
+    "the load's stream: main (default) or an `also` stream's name",
+);
+const STEP: Param = opt("step", "the step in scope (default: the whole run)");
+const APP: Param = req("app", "the app whose system events are read");
+const WITHIN: Param = opt(
+    "within",
+    "only events within this long of the step's first action (or start)",
+);
+const PROBE: Param = req("probe", "Startup, Readiness or Liveness");
+const MIN_COUNT: Param = opt("min", "at least this many (a whole number >= 1; default 1)");
+
+/// Every known kind, in the order the docs list them.
+pub const ALL: [CheckKind; 9] = [
+    CheckKind::StatusSeen,
+    CheckKind::NoErrors,
+    CheckKind::ErrorsAtLeast,
+    CheckKind::Recovers,
+    CheckKind::RestartCountAtLeast,
+    CheckKind::RestartCountAtMost,
+    CheckKind::ProbeFailed,
+    CheckKind::ProbeFailedFirst,
+    CheckKind::ActionFailed,
+];
+
+/// The `kind` names of [`ALL`].
+pub const KINDS: &[&str] = &[
+    "status_seen",
+    "no_errors",
+    "errors_at_least",
+    "recovers",
+    "restart_count_at_least",
+    "restart_count_at_most",
+    "probe_failed",
+    "probe_failed_first",
+    "action_failed",
+];
+
+impl CheckKind {
+    /// The kind's name as the lab file writes it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            CheckKind::StatusSeen => "status_seen",
+            CheckKind::NoErrors => "no_errors",
+            CheckKind::ErrorsAtLeast => "errors_at_least",
+            CheckKind::Recovers => "recovers",
+            CheckKind::RestartCountAtLeast => "restart_count_at_least",
+            CheckKind::RestartCountAtMost => "restart_count_at_most",
+            CheckKind::ProbeFailed => "probe_failed",
+            CheckKind::ProbeFailedFirst => "probe_failed_first",
+            CheckKind::ActionFailed => "action_failed",
+            CheckKind::Unknown(s) => s,
+        }
+    }
+
+    /// The parameters the kind accepts besides `name` and `kind` (empty for an unknown kind).
+    pub fn params(&self) -> &'static [Param] {
+        const STATUS: Param = req("status", "the HTTP status looked for (100-599)");
+        const MAX: Param = opt("max", "at most this many (a whole number >= 0; default 0)");
+        const ACTION_APP: Param = req("app", "the app the step's action targets");
+        const ACTION_STEP: Param = opt(
+            "step",
+            "the step whose actions are read (default: every step)",
+        );
+        const STATUS_SEEN: &[Param] = &[LOAD, SCENARIO, STEP, STATUS, MIN_COUNT];
+        const LOAD_ONLY: &[Param] = &[LOAD, SCENARIO, STEP];
+        const ERRORS: &[Param] = &[LOAD, SCENARIO, STEP, MIN_COUNT];
+        const RESTARTS_MIN: &[Param] = &[APP, STEP, WITHIN, MIN_COUNT];
+        const RESTARTS_MAX: &[Param] = &[APP, STEP, WITHIN, MAX];
+        const PROBES: &[Param] = &[APP, PROBE, STEP, WITHIN, MIN_COUNT];
+        const ACTION: &[Param] = &[ACTION_APP, ACTION_STEP];
+        match self {
+            CheckKind::StatusSeen => STATUS_SEEN,
+            CheckKind::NoErrors | CheckKind::Recovers => LOAD_ONLY,
+            CheckKind::ErrorsAtLeast => ERRORS,
+            CheckKind::RestartCountAtLeast => RESTARTS_MIN,
+            CheckKind::RestartCountAtMost => RESTARTS_MAX,
+            CheckKind::ProbeFailed | CheckKind::ProbeFailedFirst => PROBES,
+            CheckKind::ActionFailed => ACTION,
+            CheckKind::Unknown(_) => &[],
+        }
+    }
+}
+
+impl From<String> for CheckKind {
+    fn from(s: String) -> CheckKind {
+        ALL.iter()
+            .find(|k| k.as_str() == s)
+            .cloned()
+            .unwrap_or(CheckKind::Unknown(s))
+    }
+}
+
+impl From<CheckKind> for String {
+    fn from(k: CheckKind) -> String {
+        k.as_str().to_owned()
+    }
+}
+
+impl fmt::Display for CheckKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for CheckKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// An expected observation, evaluated by the analysis into the verdict. Which keys a kind
+/// takes is [`CheckKind::params`]; every other key is an error at load time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub name: String,
+    pub kind: CheckKind,
+    #[serde(default)]
+    pub app: Option<String>,
+    #[serde(default)]
+    pub load: Option<String>,
+    #[serde(default)]
+    pub scenario: Option<String>,
+    #[serde(default)]
+    pub step: Option<String>,
+    #[serde(default)]
+    pub probe: Option<String>,
+    #[serde(default)]
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub min: Option<f64>,
+    #[serde(default)]
+    pub max: Option<f64>,
+    #[serde(default)]
+    pub within: Option<String>,
+}
+
+impl Check {
+    /// The parameters this entry sets (besides `name` and `kind`).
+    pub fn set_params(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (k, set) in [
+            ("app", self.app.is_some()),
+            ("load", self.load.is_some()),
+            ("scenario", self.scenario.is_some()),
+            ("step", self.step.is_some()),
+            ("probe", self.probe.is_some()),
+            ("status", self.status.is_some()),
+            ("min", self.min.is_some()),
+            ("max", self.max.is_some()),
+            ("within", self.within.is_some()),
+        ] {
+            if set {
+                v.push(k);
+            }
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_round_trips_by_name_and_kinds_lists_them_all() {
+        assert_eq!(ALL.len(), KINDS.len());
+        for (k, name) in ALL.iter().zip(KINDS) {
+            assert_eq!(k.as_str(), *name);
+            assert_eq!(CheckKind::from((*name).to_owned()), *k);
+            assert!(!k.params().is_empty(), "{name} has parameters");
+        }
+        assert_eq!(
+            CheckKind::from("latency_below".to_owned()),
+            CheckKind::Unknown("latency_below".into())
+        );
+    }
+}

@@ -1,0 +1,373 @@
+//! A lab in words: its catalogue line (`labctl lab list`) and its pre-registration
+//! (`labctl lab show`): hypothesis, rule, preconditions, checks, apps, load and schedule, as the
+//! lab file states them after its profile was applied.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use labkit::config::parse_duration;
+
+use crate::checks::{Check, CheckKind};
+use crate::schema::{Action, Lab, LabKind, Step};
+use crate::validate::step_loads;
+
+/// How long the schedule runs: the steps' load durations, one after the other (deploying,
+/// waiting for readiness and pulling the logs come on top).
+pub fn schedule_length(lab: &Lab) -> Duration {
+    lab.steps.iter().map(Step::load_duration).sum()
+}
+
+/// `2h 05m`, `4m 10s`, `45s`.
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m {s:02}s"),
+        (h, m, 0) => format!("{h}h {m:02}m"),
+        (h, m, s) => format!("{h}h {m:02}m {s:02}s"),
+    }
+}
+
+/// `falsification` or `observation`.
+pub fn kind_name(lab: &Lab) -> &'static str {
+    match lab.kind {
+        LabKind::Falsification => "falsification",
+        LabKind::Observation => "observation",
+    }
+}
+
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+fn dur(s: &Option<String>) -> Option<String> {
+    s.as_deref().and_then(|v| parse_duration(v).ok()).map(human)
+}
+
+/// The binding rule in one sentence, or `None` for a lab without one.
+pub fn rule_text(lab: &Lab) -> Option<String> {
+    let r = lab.rule.as_ref()?;
+    let phases = if r.phases.is_empty() {
+        "the phases the analysis judges by default".to_owned()
+    } else {
+        format!("phase(s) {}", r.phases.join(", "))
+    };
+    Some(format!(
+        "falsified when {} consecutive {} windows each have err_pct strictly above {} % in {phases}; \
+         held otherwise",
+        r.consecutive,
+        r.window,
+        num(r.threshold_pct)
+    ))
+}
+
+/// The preconditions the lab requires, one sentence each.
+pub fn preconditions_text(lab: &Lab) -> Vec<String> {
+    let p = &lab.preconditions;
+    let mut v = Vec::new();
+    if p.baseline_clean {
+        v.push(
+            "baseline_clean: no window of the baseline phase has err_pct above the rule's \
+             threshold"
+                .to_owned(),
+        );
+    }
+    if p.headroom {
+        let factor = p
+            .headroom_factor
+            .map_or("the analysis' default factor".to_owned(), |f| {
+                format!("{} ×", num(f))
+            });
+        let rates: Vec<String> = lab
+            .steps
+            .iter()
+            .filter(|s| !s.staircase.is_empty())
+            .flat_map(|s| {
+                step_loads(lab, s).into_iter().filter_map(move |l| {
+                    let rate = l.rate?;
+                    let below = s
+                        .staircase
+                        .iter()
+                        .copied()
+                        .filter(|r| *r < rate)
+                        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))?;
+                    Some(format!(
+                        " (step {}: {} RPS against {} RPS)",
+                        s.name,
+                        num(rate),
+                        num(below)
+                    ))
+                })
+            })
+            .collect();
+        v.push(format!(
+            "headroom: the staircase shows the load consuming headroom: p50 at the lab's rate \
+             >= {factor} p50 at the staircase step just below it{}",
+            rates.concat()
+        ));
+    }
+    if p.perturbations_observed {
+        let n = p
+            .expected_perturbations
+            .map(|n| format!(" ({n} expected)"))
+            .unwrap_or_default();
+        v.push(format!(
+            "perturbations_observed: every scheduled event{n} is seen performed, in the sampler \
+             timeline and in the system events"
+        ));
+    }
+    v
+}
+
+fn action_text(a: &Action) -> String {
+    match a {
+        Action::Rollout { app } => format!("rollout of {app} (a new revision)"),
+        Action::Restart { app } => format!("revision restart of {app}"),
+        Action::Dependency {
+            app,
+            healthy,
+            delay_ms,
+            fail_rate,
+            restore_after,
+        } => {
+            let mut parts = Vec::new();
+            if let Some(h) = healthy {
+                parts.push(if *h { "healthy" } else { "down" }.to_owned());
+            }
+            if let Some(d) = delay_ms {
+                parts.push(format!("{d} ms slower"));
+            }
+            if let Some(f) = fail_rate {
+                parts.push(format!("failing {} % of calls", num(f * 100.0)));
+            }
+            let back = dur(restore_after)
+                .map(|d| format!(", restored after {d}"))
+                .unwrap_or_default();
+            format!("dependency {app} {}{back}", parts.join(", "))
+        }
+        Action::Simulate {
+            app,
+            mode,
+            restore_after,
+        } => {
+            let back = dur(restore_after)
+                .map(|d| format!(", reset after {d}"))
+                .unwrap_or_default();
+            format!("{app} simulates {mode}{back}")
+        }
+        Action::Saturate { app, path } => format!("one blocking request {path} to {app}"),
+        Action::SetEnv { app, env } => {
+            let kv: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{app} gets {} (a new revision)", kv.join(" "))
+        }
+    }
+}
+
+/// One step of the schedule in words.
+pub fn step_text(lab: &Lab, s: &Step) -> String {
+    let mut t = format!(
+        "{} [phase {}], {}",
+        s.name,
+        s.phase,
+        human(s.load_duration())
+    );
+    if !s.staircase.is_empty() {
+        let rates: Vec<String> = s.staircase.iter().map(|r| num(*r)).collect();
+        let _ = write!(t, ": staircase {} RPS", rates.join(", "));
+        if let Some(d) = dur(&s.staircase_step) {
+            let _ = write!(t, ", {d} each");
+        }
+        if let Some(d) = dur(&s.staircase_pause) {
+            let _ = write!(t, ", {d} pauses");
+        }
+    }
+    if let Some(a) = &s.action {
+        let n = s.events.unwrap_or(1);
+        let _ = write!(t, ": {} × {}", n, action_text(a));
+        if n > 1
+            && let Some(i) = dur(&s.interval)
+        {
+            let _ = write!(t, ", every {i}");
+        }
+        if let Some(o) = dur(&s.offset) {
+            let which = if n > 1 { "the first " } else { "" };
+            let _ = write!(t, ", {which}after {o}");
+        }
+    }
+    let loads: Vec<&str> = step_loads(lab, s).iter().map(|l| l.name.as_str()).collect();
+    let _ = write!(
+        t,
+        "; load: {}",
+        if loads.is_empty() {
+            "none".to_owned()
+        } else {
+            loads.join(", ")
+        }
+    );
+    t
+}
+
+/// What a check expects, with its values (defaults filled in) and its scope.
+pub fn check_text(c: &Check) -> String {
+    let n = |x: Option<f64>, d: f64| num(x.unwrap_or(d));
+    let any = |x: &Option<String>| x.clone().unwrap_or_else(|| "?".to_owned());
+    let stream = match &c.scenario {
+        Some(s) if s != "main" => format!("load {} (stream {s})", any(&c.load)),
+        _ => format!("load {}", any(&c.load)),
+    };
+    let app = any(&c.app);
+    let probe = any(&c.probe);
+    let what = match c.kind {
+        CheckKind::StatusSeen => format!(
+            "at least {} response(s) with HTTP {} to {stream}",
+            n(c.min, 1.0),
+            c.status.map_or("?".to_owned(), |s| s.to_string())
+        ),
+        CheckKind::NoErrors => format!("no error in the requests of {stream} (and some requests)"),
+        CheckKind::ErrorsAtLeast => format!("at least {} error(s) in {stream}", n(c.min, 1.0)),
+        CheckKind::Recovers => {
+            format!("{stream} sees errors, then a last window with requests and none")
+        }
+        CheckKind::RestartCountAtLeast => format!(
+            "at least {} ContainerTerminated event(s) of {app}",
+            n(c.min, 1.0)
+        ),
+        CheckKind::RestartCountAtMost => format!(
+            "at most {} ContainerTerminated event(s) of {app}",
+            n(c.max, 0.0)
+        ),
+        CheckKind::ProbeFailed => format!(
+            "at least {} {probe} ProbeFailed event(s) of {app}",
+            n(c.min, 1.0)
+        ),
+        CheckKind::ProbeFailedFirst => format!(
+            "{probe} is the first probe of {app} to fail {} time(s)",
+            n(c.min, 1.0)
+        ),
+        CheckKind::ActionFailed => format!("a recorded action on {app} fails"),
+        CheckKind::Unknown(_) => "unknown kind".to_owned(),
+    };
+    let scope = match (&c.step, &c.within) {
+        (Some(s), Some(w)) => format!("within {w} of step {s}'s first action"),
+        (Some(s), None) => format!("in step {s}"),
+        (None, Some(w)) => format!("within {w} of the run's start"),
+        (None, None) => "over the whole run".to_owned(),
+    };
+    format!("{what}, {scope}")
+}
+
+/// The pre-registration of `lab` (file `file`, profile `profile`) in words, for `lab show`.
+pub fn pre_registration(lab: &Lab, file: &str, profile: &str) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{}", lab.title);
+    let _ = writeln!(o, "file: {file} (profile {profile})");
+    let _ = writeln!(
+        o,
+        "kind: {} ({})",
+        kind_name(lab),
+        match lab.kind {
+            LabKind::Falsification => "held or falsified by the rule",
+            LabKind::Observation => "held when every check is observed",
+        }
+    );
+    if let Some(s) = &lab.source {
+        let _ = writeln!(o, "source: {s}");
+    }
+    let _ = writeln!(o, "\nquestion: {}", lab.question);
+    let _ = writeln!(o, "hypothesis: {}", lab.hypothesis.text);
+    if let Some(e) = &lab.hypothesis.expect {
+        let _ = writeln!(o, "  expected verdict: {e}");
+    }
+    if let Some(c) = &lab.hypothesis.evidence_cap {
+        let _ = writeln!(o, "  strongest evidence level of an attribution: {c}");
+    }
+    if let Some(r) = rule_text(lab) {
+        let _ = writeln!(o, "\nrule (binding, the same in every profile):\n  {r}");
+    }
+    let pre = preconditions_text(lab);
+    let _ = writeln!(
+        o,
+        "\npreconditions (a failed one makes the verdict invalid):"
+    );
+    if pre.is_empty() {
+        let _ = writeln!(o, "  none required");
+    }
+    for p in pre {
+        let _ = writeln!(o, "  - {p}");
+    }
+    if !lab.checks.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nchecks (each must be observed; one not evaluated makes the verdict invalid):"
+        );
+        for c in &lab.checks {
+            let _ = writeln!(o, "  - {:?} ({}): {}", c.name, c.kind, check_text(c));
+        }
+    }
+    apparatus(&mut o, lab);
+    let _ = writeln!(
+        o,
+        "\nschedule ({} of load, one step after the other):",
+        human(schedule_length(lab))
+    );
+    for (i, s) in lab.steps.iter().enumerate() {
+        let _ = writeln!(o, "  {}. {}", i + 1, step_text(lab, s));
+    }
+    o
+}
+
+/// The apps and the loads, one line each.
+fn apparatus(o: &mut String, lab: &Lab) {
+    let _ = writeln!(o, "\napps:");
+    for a in &lab.apps {
+        let probes: Vec<String> = a
+            .probes
+            .iter()
+            .map(|p| format!("{} {}", p.kind, p.path.as_deref().unwrap_or("(tcp)")))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  - {}: {} × {}{}",
+            a.name,
+            a.replicas,
+            a.image,
+            if probes.is_empty() {
+                String::new()
+            } else {
+                format!(", probes {}", probes.join(", "))
+            }
+        );
+    }
+    if !lab.load.is_empty() {
+        let _ = writeln!(o, "\nload:");
+        for l in &lab.load {
+            let model = match (l.rate, l.workers) {
+                (Some(r), _) => format!("{} RPS", num(r)),
+                (None, Some(w)) => format!("{w} workers"),
+                _ => "?".to_owned(),
+            };
+            let _ = writeln!(
+                o,
+                "  - {}: {model} to {} {}, connection {}",
+                l.name, l.target, l.path, l.connection
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_hours_minutes_seconds() {
+        assert_eq!(human(Duration::from_secs(45)), "45s");
+        assert_eq!(human(Duration::from_secs(250)), "4m 10s");
+        assert_eq!(human(Duration::from_secs(7200 + 300)), "2h 05m");
+        assert_eq!(human(Duration::from_secs(3600 + 61)), "1h 01m 01s");
+    }
+}

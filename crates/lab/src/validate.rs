@@ -1,0 +1,835 @@
+//! Everything serde cannot check in a lab (after its profile was applied): references between
+//! sections, value ranges, durations, each `[[checks]]` entry against its kind, and the
+//! preconditions' own demands on the schedule (a headroom staircase holds the load's rate and the
+//! step below it). Every problem is reported, each with the key path it is about.
+
+use std::fmt;
+
+use labkit::config::parse_duration;
+
+use crate::checks::{Check, CheckKind, Need};
+use crate::schema::{Action, Lab, LabKind, Step};
+
+/// One thing wrong with a lab file: where (`steps[0].staircase`, and the element's name when it
+/// has one) and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The key path, TOML style: `rule.window`, `apps[1].probes[0].type`, `checks[2].min`.
+    pub key: String,
+    /// The name of the array element the key is in (`step "preflight"`), when it has one.
+    pub item: Option<String>,
+    pub msg: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.item {
+            Some(i) => write!(f, "{} ({i}): {}", self.key, self.msg),
+            None => write!(f, "{}: {}", self.key, self.msg),
+        }
+    }
+}
+
+/// The problems of a lab, for [`crate::LabError::Invalid`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Problems(pub Vec<Problem>);
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The evidence levels an `evidence_cap` may name (the analysis' `evidence::Level`), matched as
+/// the analysis matches them: letters only, case-insensitive.
+pub const EVIDENCE_LEVELS: [&str; 5] = [
+    "Measured",
+    "Observed",
+    "Strongly Suggested",
+    "Inferred",
+    "Correlated",
+];
+
+/// `simulate` modes the subject serves (`POST /simulate/<mode>`).
+pub const SIMULATE_MODES: [&str; 4] = ["zombie", "deadlock", "crash", "reset"];
+
+struct V {
+    out: Vec<Problem>,
+}
+
+impl V {
+    fn push(&mut self, key: impl Into<String>, item: Option<String>, msg: impl Into<String>) {
+        self.out.push(Problem {
+            key: key.into(),
+            item,
+            msg: msg.into(),
+        });
+    }
+
+    fn top(&mut self, key: &str, msg: impl Into<String>) {
+        self.push(key, None, msg);
+    }
+
+    /// A duration key: parses, and is above zero unless `zero_ok`.
+    fn duration(&mut self, key: &str, item: &Option<String>, v: Option<&str>, zero_ok: bool) {
+        let Some(v) = v else { return };
+        match parse_duration(v) {
+            Err(e) => self.push(key, item.clone(), e.to_string()),
+            Ok(d) if d.is_zero() && !zero_ok => {
+                self.push(key, item.clone(), format!("{v:?} must be longer than zero"))
+            }
+            Ok(_) => {}
+        }
+    }
+}
+
+fn named(what: &str, name: &str) -> Option<String> {
+    Some(format!("{what} {name:?}"))
+}
+
+fn same_rate(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// How many events the schedule fires in the steps with an action whose phase the rule judges
+/// (every action step when the rule names no phases).
+pub fn judged_events(lab: &Lab) -> u32 {
+    let phases: &[String] = lab.rule.as_ref().map_or(&[], |r| r.phases.as_slice());
+    lab.steps
+        .iter()
+        .filter(|s| s.action.is_some())
+        .filter(|s| phases.is_empty() || phases.contains(&s.phase))
+        .map(|s| s.events.unwrap_or(1))
+        .sum()
+}
+
+/// The loads a step runs (its `loads`, or every load).
+pub fn step_loads<'a>(lab: &'a Lab, step: &Step) -> Vec<&'a crate::schema::Load> {
+    lab.load
+        .iter()
+        .filter(|l| step.loads.as_ref().is_none_or(|n| n.contains(&l.name)))
+        .collect()
+}
+
+/// Every problem of `lab`; empty when it can run.
+pub fn problems(lab: &Lab) -> Vec<Problem> {
+    let mut v = V { out: Vec::new() };
+    head(&mut v, lab);
+    names(&mut v, lab);
+    preconditions(&mut v, lab);
+    apps(&mut v, lab);
+    loads(&mut v, lab);
+    steps(&mut v, lab);
+    for (i, c) in lab.checks.iter().enumerate() {
+        check(&mut v, lab, i, c);
+    }
+    v.out
+}
+
+fn head(v: &mut V, lab: &Lab) {
+    for (k, s) in [
+        ("title", &lab.title),
+        ("question", &lab.question),
+        ("hypothesis.text", &lab.hypothesis.text),
+    ] {
+        if s.trim().is_empty() {
+            v.top(k, "must not be empty");
+        }
+    }
+    if let Some(e) = &lab.hypothesis.expect
+        && !["held", "falsified"].contains(&e.as_str())
+    {
+        v.top(
+            "hypothesis.expect",
+            format!("{e:?} is not held or falsified"),
+        );
+    }
+    if let Some(cap) = &lab.hypothesis.evidence_cap {
+        let norm = |s: &str| -> String {
+            s.chars()
+                .filter(char::is_ascii_alphabetic)
+                .map(|c| c.to_ascii_lowercase())
+                .collect()
+        };
+        if !EVIDENCE_LEVELS.iter().any(|l| norm(l) == norm(cap)) {
+            v.top(
+                "hypothesis.evidence_cap",
+                format!(
+                    "{cap:?} is not an evidence level ({})",
+                    EVIDENCE_LEVELS.join(", ")
+                ),
+            );
+        }
+    }
+    match (lab.kind, &lab.rule) {
+        (LabKind::Falsification, None) => v.top(
+            "rule",
+            "a falsification lab (kind = \"falsification\", the default) needs a [rule]",
+        ),
+        (LabKind::Observation, _) if lab.checks.is_empty() => v.top(
+            "checks",
+            "an observation lab needs at least one [[checks]] entry",
+        ),
+        (LabKind::Falsification, Some(_)) if !lab.checks.is_empty() => v.top(
+            "checks",
+            "[[checks]] are evaluated only in an observation lab (kind = \"observation\"); \
+             a falsification lab is judged by its [rule]",
+        ),
+        _ => {}
+    }
+    if let Some(rule) = &lab.rule {
+        v.duration("rule.window", &None, Some(&rule.window), false);
+        if rule.consecutive == 0 {
+            v.top("rule.consecutive", "must be at least 1");
+        }
+        if !rule.threshold_pct.is_finite() || !(0.0..=100.0).contains(&rule.threshold_pct) {
+            v.top(
+                "rule.threshold_pct",
+                format!("{} is not between 0 and 100", rule.threshold_pct),
+            );
+        }
+        for (i, p) in rule.phases.iter().enumerate() {
+            if !lab.steps.iter().any(|s| &s.phase == p) {
+                let have: Vec<&str> = lab.steps.iter().map(|s| s.phase.as_str()).collect();
+                v.top(
+                    &format!("rule.phases[{i}]"),
+                    format!(
+                        "no step has phase {p:?}: the rule would judge nothing there (phases: {})",
+                        have.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    for (name, val) in &lab.phases {
+        let ok = match val {
+            toml::Value::String(s) => !s.is_empty(),
+            toml::Value::Array(a) => {
+                !a.is_empty() && a.iter().all(|x| x.as_str().is_some_and(|s| !s.is_empty()))
+            }
+            _ => false,
+        };
+        if !ok {
+            v.top(
+                &format!("phases.{name}"),
+                "must be a run_id prefix or a list of prefixes (non-empty text)",
+            );
+        }
+    }
+}
+
+fn names(v: &mut V, lab: &Lab) {
+    let lists: [(&str, Vec<&str>); 4] = [
+        ("apps", lab.apps.iter().map(|a| a.name.as_str()).collect()),
+        ("load", lab.load.iter().map(|l| l.name.as_str()).collect()),
+        ("steps", lab.steps.iter().map(|s| s.name.as_str()).collect()),
+        (
+            "checks",
+            lab.checks.iter().map(|c| c.name.as_str()).collect(),
+        ),
+    ];
+    for (what, names) in lists {
+        for (i, n) in names.iter().enumerate() {
+            if n.trim().is_empty() {
+                v.push(format!("{what}[{i}].name"), None, "must not be empty");
+            } else if names[..i].contains(n) {
+                v.push(
+                    format!("{what}[{i}].name"),
+                    None,
+                    format!("{n:?} is used twice"),
+                );
+            }
+        }
+    }
+    if lab.apps.is_empty() {
+        v.top("apps", "a lab needs at least one [[apps]] entry");
+    }
+    if lab.steps.is_empty() {
+        v.top("steps", "a lab needs at least one [[steps]] entry");
+    }
+}
+
+fn preconditions(v: &mut V, lab: &Lab) {
+    let pre = &lab.preconditions;
+    if let Some(f) = pre.headroom_factor {
+        if !f.is_finite() || f <= 1.0 {
+            v.top(
+                "preconditions.headroom_factor",
+                format!(
+                    "{f} must be above 1: p50 at the load rate over p50 at the step below it \
+                     must show the load consuming headroom"
+                ),
+            );
+        }
+        if !pre.headroom {
+            v.top(
+                "preconditions.headroom_factor",
+                "is set but headroom = false, so nothing would judge it",
+            );
+        }
+    }
+    if pre.baseline_clean && !lab.steps.iter().any(|s| s.phase == "baseline") {
+        v.top(
+            "preconditions.baseline_clean",
+            "no step has phase \"baseline\": there is no baseline to be clean",
+        );
+    }
+    if pre.perturbations_observed && !lab.steps.iter().any(|s| s.action.is_some()) {
+        v.top(
+            "preconditions.perturbations_observed",
+            "no step has an action: there is no perturbation to observe",
+        );
+    }
+    if let Some(n) = pre.expected_perturbations {
+        if !pre.perturbations_observed {
+            v.top(
+                "preconditions.expected_perturbations",
+                "is set but perturbations_observed = false, so nothing would judge it",
+            );
+        }
+        let fired = judged_events(lab);
+        if n != fired {
+            v.top(
+                "preconditions.expected_perturbations",
+                format!(
+                    "{n}, but the schedule fires {fired} event(s) in the steps with an action \
+                     in the judged phases"
+                ),
+            );
+        }
+    }
+    if pre.headroom {
+        headroom_staircase(v, lab);
+    }
+}
+
+/// `headroom = true`: some step has a staircase, and each staircase holds the rate of every load
+/// it runs and a step below that rate (the gate compares p50 at the lab's rate with p50 at the
+/// staircase step just below it).
+fn headroom_staircase(v: &mut V, lab: &Lab) {
+    let stairs: Vec<(usize, &Step)> = lab
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.staircase.is_empty())
+        .collect();
+    if stairs.is_empty() {
+        v.top(
+            "preconditions.headroom",
+            "headroom = true needs a step with a staircase (none of the steps has one)",
+        );
+    }
+    for (i, s) in stairs {
+        let key = format!("steps[{i}].staircase");
+        let item = named("step", &s.name);
+        let list = s
+            .staircase
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let loads = step_loads(lab, s);
+        if loads.is_empty() {
+            v.push(&key, item.clone(), "the staircase step runs no load");
+        }
+        for l in loads {
+            let Some(rate) = l.rate else {
+                v.push(
+                    &key,
+                    item.clone(),
+                    format!(
+                        "headroom needs an open-model load with a rate; load {:?} has none",
+                        l.name
+                    ),
+                );
+                continue;
+            };
+            let has_rate = s.staircase.iter().any(|r| same_rate(*r, rate));
+            let below = s
+                .staircase
+                .iter()
+                .any(|r| *r < rate && !same_rate(*r, rate));
+            if !has_rate || !below {
+                let lacks = match (has_rate, below) {
+                    (false, false) => format!("the load's rate {rate} and a step below it"),
+                    (false, true) => format!("the load's rate {rate}"),
+                    _ => format!("a step below the load's rate {rate}"),
+                };
+                v.push(
+                    &key,
+                    item.clone(),
+                    format!(
+                        "[{list}] lacks {lacks} (load {:?}): headroom_shown compares p50 at the \
+                         lab's rate with p50 at the staircase step just below it",
+                        l.name
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn apps(v: &mut V, lab: &Lab) {
+    for (i, app) in lab.apps.iter().enumerate() {
+        let item = named("app", &app.name);
+        let k = |f: &str| format!("apps[{i}].{f}");
+        if !is_resource_name(&app.name) {
+            v.push(
+                k("name"),
+                item.clone(),
+                "lower case letters, digits and '-', 2-32 characters, starting with a letter",
+            );
+        }
+        if app.image.trim().is_empty() {
+            v.push(k("image"), item.clone(), "must not be empty");
+        }
+        if app.replicas == 0 {
+            v.push(k("replicas"), item.clone(), "must be at least 1");
+        }
+        if let Some(ing) = &app.ingress
+            && ing.target_port == 0
+        {
+            v.push(
+                k("ingress.target_port"),
+                item.clone(),
+                "must be a port (1-65535)",
+            );
+        }
+        if let Some(r) = &app.revision_ready
+            && !["firstReplica", "allReplicas"].contains(&r.as_str())
+        {
+            v.push(
+                k("revision_ready"),
+                item.clone(),
+                format!("{r:?} is not firstReplica or allReplicas"),
+            );
+        }
+        for (j, p) in app.probes.iter().enumerate() {
+            let pk = |f: &str| format!("apps[{i}].probes[{j}].{f}");
+            if !["Startup", "Readiness", "Liveness"].contains(&p.kind.as_str()) {
+                v.push(
+                    pk("type"),
+                    item.clone(),
+                    format!("{:?} is not Startup, Readiness or Liveness", p.kind),
+                );
+            }
+            if p.port == 0 {
+                v.push(pk("port"), item.clone(), "must be a port (1-65535)");
+            }
+            if let Some(path) = &p.path
+                && !path.starts_with('/')
+            {
+                v.push(
+                    pk("path"),
+                    item.clone(),
+                    format!("{path:?} must start with /"),
+                );
+            }
+            for (f, x) in [
+                ("period_seconds", p.period_seconds),
+                ("timeout_seconds", p.timeout_seconds),
+                ("failure_threshold", p.failure_threshold),
+                ("success_threshold", p.success_threshold),
+            ] {
+                if x == Some(0) {
+                    v.push(pk(f), item.clone(), "must be at least 1");
+                }
+            }
+        }
+    }
+}
+
+fn loads(v: &mut V, lab: &Lab) {
+    for (i, load) in lab.load.iter().enumerate() {
+        let item = named("load", &load.name);
+        let k = |f: &str| format!("load[{i}].{f}");
+        if lab.app(&load.target).is_none() {
+            v.push(
+                k("target"),
+                item.clone(),
+                format!("target app {:?} is not defined", load.target),
+            );
+        }
+        if !load.path.starts_with('/') {
+            v.push(
+                k("path"),
+                item.clone(),
+                format!("{:?} must start with /", load.path),
+            );
+        }
+        if !["close", "keep-alive"].contains(&load.connection.as_str()) {
+            v.push(
+                k("connection"),
+                item.clone(),
+                format!("{:?} is not close or keep-alive", load.connection),
+            );
+        }
+        match (load.rate, load.workers) {
+            (None, None) => v.push(
+                k("rate"),
+                item.clone(),
+                "set rate (open model) or workers (closed model)",
+            ),
+            (Some(r), _) if !r.is_finite() || r <= 0.0 => v.push(
+                k("rate"),
+                item.clone(),
+                format!("{r} is not a rate above 0 requests per second"),
+            ),
+            (_, Some(0)) => v.push(k("workers"), item.clone(), "must be at least 1"),
+            _ => {}
+        }
+        v.duration(&k("timeout"), &item, load.timeout.as_deref(), false);
+        v.duration(&k("think"), &item, load.think.as_deref(), true);
+        if let Some(lr) = &load.log_requests
+            && !["all", "errors", "none"].contains(&lr.as_str())
+        {
+            v.push(
+                k("log_requests"),
+                item.clone(),
+                format!("{lr:?} is not all, errors or none"),
+            );
+        }
+        for (j, a) in load.also.iter().enumerate() {
+            if a.split(',')
+                .filter(|p| !p.trim().is_empty())
+                .any(|p| !p.contains('='))
+            {
+                v.push(
+                    format!("load[{i}].also[{j}]"),
+                    item.clone(),
+                    format!("{a:?}: expected KEY=VALUE pairs separated by ','"),
+                );
+            }
+        }
+    }
+}
+
+/// The scenarios a load's lines carry: `main` and each `also` stream's `name=`.
+pub fn scenarios(load: &crate::schema::Load) -> Vec<String> {
+    let mut v = vec!["main".to_owned()];
+    for a in &load.also {
+        for part in a.split(',') {
+            if let Some((k, val)) = part.split_once('=')
+                && k.trim() == "name"
+            {
+                v.push(val.trim().to_owned());
+            }
+        }
+    }
+    v
+}
+
+fn steps(v: &mut V, lab: &Lab) {
+    for (i, step) in lab.steps.iter().enumerate() {
+        let item = named("step", &step.name);
+        let k = |f: &str| format!("steps[{i}].{f}");
+        if step.phase.trim().is_empty() {
+            v.push(k("phase"), item.clone(), "must not be empty");
+        }
+        for (f, val, zero_ok) in [
+            ("duration", &step.duration, false),
+            ("interval", &step.interval, false),
+            ("offset", &step.offset, true),
+            ("staircase_step", &step.staircase_step, false),
+            ("staircase_pause", &step.staircase_pause, true),
+        ] {
+            v.duration(&k(f), &item, val.as_deref(), zero_ok);
+        }
+        if step.duration.is_none()
+            && (step.events.is_none() || step.interval.is_none())
+            && step.staircase.is_empty()
+        {
+            v.push(
+                k("duration"),
+                item.clone(),
+                "give a duration, or events and interval, or a staircase",
+            );
+        }
+        if step.events == Some(0) {
+            v.push(k("events"), item.clone(), "must be at least 1");
+        }
+        if !step.staircase.is_empty() {
+            if step.staircase_step.is_none() {
+                v.push(
+                    k("staircase_step"),
+                    item.clone(),
+                    "a staircase needs staircase_step (how long each rate runs)",
+                );
+            }
+            let bad = step.staircase.iter().any(|r| !r.is_finite() || *r <= 0.0);
+            let rising = step.staircase.windows(2).all(|w| w[0] < w[1]);
+            if bad || !rising {
+                v.push(
+                    k("staircase"),
+                    item.clone(),
+                    "rates must be above 0 and rise strictly, step after step",
+                );
+            }
+        }
+        if let Some(action) = &step.action {
+            action_problems(v, lab, &k("action"), &item, action);
+        }
+        for (j, l) in step.loads.iter().flatten().enumerate() {
+            if !lab.load.iter().any(|x| &x.name == l) {
+                v.push(
+                    format!("steps[{i}].loads[{j}]"),
+                    item.clone(),
+                    format!("load {l:?} is not defined"),
+                );
+            }
+        }
+    }
+}
+
+fn action_problems(v: &mut V, lab: &Lab, key: &str, item: &Option<String>, a: &Action) {
+    if lab.app(a.app()).is_none() {
+        v.push(
+            format!("{key}.app"),
+            item.clone(),
+            format!("action targets undefined app {:?}", a.app()),
+        );
+    }
+    match a {
+        Action::Dependency {
+            healthy,
+            delay_ms,
+            fail_rate,
+            restore_after,
+            ..
+        } => {
+            if healthy.is_none() && delay_ms.is_none() && fail_rate.is_none() {
+                v.push(
+                    key,
+                    item.clone(),
+                    "a dependency action sets healthy, delay_ms or fail_rate",
+                );
+            }
+            if let Some(f) = fail_rate
+                && !(f.is_finite() && (0.0..=1.0).contains(f))
+            {
+                v.push(
+                    format!("{key}.fail_rate"),
+                    item.clone(),
+                    format!("{f} is not a fraction between 0 and 1"),
+                );
+            }
+            v.duration(
+                &format!("{key}.restore_after"),
+                item,
+                restore_after.as_deref(),
+                false,
+            );
+        }
+        Action::Simulate {
+            mode,
+            restore_after,
+            ..
+        } => {
+            if !SIMULATE_MODES.contains(&mode.as_str()) {
+                v.push(
+                    format!("{key}.mode"),
+                    item.clone(),
+                    format!("{mode:?} is not one of {}", SIMULATE_MODES.join(", ")),
+                );
+            }
+            v.duration(
+                &format!("{key}.restore_after"),
+                item,
+                restore_after.as_deref(),
+                false,
+            );
+        }
+        Action::Saturate { path, .. } if !path.starts_with('/') => v.push(
+            format!("{key}.path"),
+            item.clone(),
+            format!("{path:?} must start with /"),
+        ),
+        Action::SetEnv { env, .. } if env.is_empty() => v.push(
+            format!("{key}.env"),
+            item.clone(),
+            "set_env needs at least one variable",
+        ),
+        _ => {}
+    }
+}
+
+fn whole(x: f64) -> bool {
+    x.is_finite() && x.fract() == 0.0
+}
+
+fn check(v: &mut V, lab: &Lab, i: usize, c: &Check) {
+    let item = named("check", &c.name);
+    let k = |f: &str| format!("checks[{i}].{f}");
+    if let CheckKind::Unknown(kind) = &c.kind {
+        v.push(
+            k("kind"),
+            item,
+            format!(
+                "unknown check kind {kind:?} (known: {})",
+                crate::checks::KINDS.join(", ")
+            ),
+        );
+        return;
+    }
+    check_params(v, i, c);
+    check_refs(v, lab, i, c);
+    check_ranges(v, i, c);
+}
+
+/// The keys the check's kind needs are set, and it sets no other.
+fn check_params(v: &mut V, i: usize, c: &Check) {
+    let item = named("check", &c.name);
+    let k = |f: &str| format!("checks[{i}].{f}");
+    let params = c.kind.params();
+    for p in params.iter().filter(|p| p.need == Need::Required) {
+        if !c.set_params().contains(&p.key) {
+            v.push(
+                k(p.key),
+                item.clone(),
+                format!("check kind {} needs `{}` ({})", c.kind, p.key, p.meaning),
+            );
+        }
+    }
+    for set in c.set_params() {
+        if !params.iter().any(|p| p.key == set) {
+            let takes: Vec<&str> = params.iter().map(|p| p.key).collect();
+            v.push(
+                k(set),
+                item.clone(),
+                format!(
+                    "check kind {} does not take `{set}` (it takes: {})",
+                    c.kind,
+                    takes.join(", ")
+                ),
+            );
+        }
+    }
+}
+
+/// Its `step`, `app`, `load` and `scenario` exist, and fit together.
+fn check_refs(v: &mut V, lab: &Lab, i: usize, c: &Check) {
+    let item = named("check", &c.name);
+    let k = |f: &str| format!("checks[{i}].{f}");
+    let step = c.step.as_ref().and_then(|s| {
+        let found = lab.steps.iter().find(|x| &x.name == s);
+        if found.is_none() {
+            let have: Vec<&str> = lab.steps.iter().map(|x| x.name.as_str()).collect();
+            v.push(
+                k("step"),
+                item.clone(),
+                format!("step {s:?} is not defined (steps: {})", have.join(", ")),
+            );
+        }
+        found
+    });
+    if let Some(app) = &c.app
+        && lab.app(app).is_none()
+    {
+        v.push(
+            k("app"),
+            item.clone(),
+            format!("app {app:?} is not defined"),
+        );
+    }
+    if let Some(load) = &c.load {
+        match lab.load.iter().find(|l| &l.name == load) {
+            None => v.push(
+                k("load"),
+                item.clone(),
+                format!("load {load:?} is not defined"),
+            ),
+            Some(l) => {
+                if let Some(sc) = &c.scenario {
+                    let known = scenarios(l);
+                    if !known.contains(sc) {
+                        v.push(
+                            k("scenario"),
+                            item.clone(),
+                            format!(
+                                "load {load:?} has no stream {sc:?} (streams: {})",
+                                known.join(", ")
+                            ),
+                        );
+                    }
+                }
+                if let Some(s) = step
+                    && !step_loads(lab, s).iter().any(|x| &x.name == load)
+                {
+                    v.push(
+                        k("load"),
+                        item.clone(),
+                        format!("step {:?} does not run load {load:?}", s.name),
+                    );
+                }
+            }
+        }
+    }
+    if c.kind == CheckKind::ActionFailed
+        && let (Some(s), Some(app)) = (step, &c.app)
+        && s.action.as_ref().is_none_or(|a| a.app() != app)
+    {
+        v.push(
+            k("step"),
+            item.clone(),
+            format!("step {:?} has no action on app {app:?}", s.name),
+        );
+    }
+}
+
+/// Its values are in range.
+fn check_ranges(v: &mut V, i: usize, c: &Check) {
+    let item = named("check", &c.name);
+    let k = |f: &str| format!("checks[{i}].{f}");
+    if let Some(p) = &c.probe
+        && !["startup", "readiness", "liveness"].contains(&p.to_lowercase().as_str())
+    {
+        v.push(
+            k("probe"),
+            item.clone(),
+            format!("{p:?} is not Startup, Readiness or Liveness"),
+        );
+    }
+    if let Some(s) = c.status
+        && !(100..=599).contains(&s)
+    {
+        v.push(
+            k("status"),
+            item.clone(),
+            format!("{s} is not an HTTP status (100-599)"),
+        );
+    }
+    if let Some(m) = c.min
+        && (!whole(m) || m < 1.0)
+    {
+        v.push(
+            k("min"),
+            item.clone(),
+            format!("{m} is not a whole number >= 1 (a minimum below 1 cannot fail)"),
+        );
+    }
+    if let Some(m) = c.max
+        && (!whole(m) || m < 0.0)
+    {
+        v.push(
+            k("max"),
+            item.clone(),
+            format!("{m} is not a whole number >= 0"),
+        );
+    }
+    v.duration(&k("within"), &item, c.within.as_deref(), false);
+}
+
+fn is_resource_name(s: &str) -> bool {
+    (2..=32).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.ends_with('-')
+        && !s.contains("--")
+}

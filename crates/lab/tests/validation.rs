@@ -1,0 +1,407 @@
+//! `lab::load` rejects, before anything runs, what would otherwise surface after a whole run:
+//! a check of an unknown kind or with the wrong parameters, a dangling reference, a value out of
+//! range, a headroom staircase that cannot show headroom, a profile that changes the rule or
+//! weakens a precondition. Each error names the file, the key and what is wrong; each boundary
+//! is tested on both sides.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+fn labs_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
+}
+
+fn shipped(name: &str) -> String {
+    std::fs::read_to_string(labs_dir().join(format!("{name}.toml"))).unwrap()
+}
+
+fn err(text: &str, profile: &str) -> String {
+    match lab::parse(text, "x.toml".as_ref(), profile) {
+        Ok(_) => panic!("loaded although it should not (profile {profile})"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn ok(text: &str, profile: &str) -> lab::Lab {
+    lab::parse(text, "x.toml".as_ref(), profile).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A small observation lab with one check, `check` being its extra keys.
+fn obs(check: &str) -> String {
+    format!(
+        r#"
+title = "t"
+question = "q?"
+kind = "observation"
+[hypothesis]
+text = "h"
+[[apps]]
+name = "web"
+image = "probelab/subject:dev"
+probes = [{{ type = "Liveness", path = "/live", port = 8080 }}]
+[[apps]]
+name = "idle"
+image = "probelab/subject:dev"
+[[load]]
+name = "main"
+target = "web"
+rate = 5
+also = ["rate=1,path=/slow?seconds=20,name=slow"]
+[[load]]
+name = "other"
+target = "idle"
+rate = 1
+[[steps]]
+name = "baseline"
+phase = "baseline"
+duration = "10s"
+loads = ["main"]
+[[steps]]
+name = "kick"
+phase = "kick"
+action = {{ kind = "saturate", app = "web", path = "/delay?seconds=60" }}
+events = 1
+interval = "60s"
+[[checks]]
+name = "c"
+{check}
+"#
+    )
+}
+
+#[test]
+fn every_kind_loads_with_its_parameters() {
+    for check in [
+        "kind = \"status_seen\"\nload = \"main\"\nstatus = 503\nstep = \"baseline\"",
+        "kind = \"status_seen\"\nload = \"main\"\nscenario = \"slow\"\nstatus = 599\nmin = 1",
+        "kind = \"no_errors\"\nload = \"main\"\nstep = \"baseline\"",
+        "kind = \"errors_at_least\"\nload = \"main\"\nmin = 10",
+        "kind = \"recovers\"\nload = \"main\"",
+        "kind = \"restart_count_at_least\"\napp = \"web\"\nstep = \"kick\"\nwithin = \"30s\"",
+        "kind = \"restart_count_at_most\"\napp = \"idle\"\nmax = 0",
+        "kind = \"probe_failed\"\napp = \"web\"\nprobe = \"Liveness\"\nmin = 3",
+        "kind = \"probe_failed_first\"\napp = \"web\"\nprobe = \"readiness\"",
+        "kind = \"action_failed\"\napp = \"web\"\nstep = \"kick\"",
+    ] {
+        ok(&obs(check), "full");
+    }
+}
+
+#[test]
+fn a_check_with_the_wrong_kind_or_parameters_names_the_key() {
+    for (check, want) in [
+        (
+            "kind = \"latency_below\"\nload = \"main\"",
+            "checks[0].kind (check \"c\"): unknown check kind \"latency_below\"",
+        ),
+        (
+            "kind = \"status_seen\"\nload = \"main\"",
+            "checks[0].status (check \"c\"): check kind status_seen needs `status`",
+        ),
+        (
+            "kind = \"no_errors\"\napp = \"web\"",
+            "checks[0].load (check \"c\"): check kind no_errors needs `load`",
+        ),
+        (
+            "kind = \"no_errors\"\nload = \"main\"\nwithin = \"10s\"",
+            "checks[0].within (check \"c\"): check kind no_errors does not take `within`",
+        ),
+        (
+            "kind = \"probe_failed\"\napp = \"web\"",
+            "checks[0].probe (check \"c\"): check kind probe_failed needs `probe`",
+        ),
+        (
+            "kind = \"probe_failed\"\napp = \"web\"\nprobe = \"Livenes\"",
+            "checks[0].probe (check \"c\"): \"Livenes\" is not Startup, Readiness or Liveness",
+        ),
+        (
+            "kind = \"restart_count_at_least\"\napp = \"wbe\"",
+            "checks[0].app (check \"c\"): app \"wbe\" is not defined",
+        ),
+        (
+            "kind = \"restart_count_at_least\"\napp = \"web\"\nstep = \"kik\"",
+            "checks[0].step (check \"c\"): step \"kik\" is not defined (steps: baseline, kick)",
+        ),
+        (
+            "kind = \"no_errors\"\nload = \"mian\"",
+            "checks[0].load (check \"c\"): load \"mian\" is not defined",
+        ),
+        (
+            "kind = \"no_errors\"\nload = \"main\"\nscenario = \"slwo\"",
+            "checks[0].scenario (check \"c\"): load \"main\" has no stream \"slwo\" (streams: main, slow)",
+        ),
+        (
+            "kind = \"no_errors\"\nload = \"other\"\nstep = \"baseline\"",
+            "checks[0].load (check \"c\"): step \"baseline\" does not run load \"other\"",
+        ),
+        (
+            "kind = \"action_failed\"\napp = \"idle\"\nstep = \"kick\"",
+            "checks[0].step (check \"c\"): step \"kick\" has no action on app \"idle\"",
+        ),
+        (
+            "kind = \"restart_count_at_least\"\napp = \"web\"\nwithin = \"soon\"",
+            "checks[0].within (check \"c\"): ",
+        ),
+        (
+            "kind = \"restart_count_at_least\"\napp = \"web\"\nmimimum = 1",
+            "checks[0].mimimum: unknown field `mimimum`, expected one of `name`, `kind`",
+        ),
+    ] {
+        let e = err(&obs(check), "full");
+        assert!(e.starts_with("x.toml (profile full): "), "{e}");
+        assert!(e.contains(want), "want {want:?} in\n{e}");
+    }
+}
+
+#[test]
+fn check_values_are_range_checked_on_both_sides() {
+    let kind = "kind = \"errors_at_least\"\nload = \"main\"";
+    ok(&obs(&format!("{kind}\nmin = 1")), "full");
+    let e = err(&obs(&format!("{kind}\nmin = 0")), "full");
+    assert!(
+        e.contains("checks[0].min") && e.contains("cannot fail"),
+        "{e}"
+    );
+    let e = err(&obs(&format!("{kind}\nmin = 1.5")), "full");
+    assert!(e.contains("checks[0].min"), "{e}");
+
+    let kind = "kind = \"restart_count_at_most\"\napp = \"web\"";
+    ok(&obs(&format!("{kind}\nmax = 0")), "full");
+    let e = err(&obs(&format!("{kind}\nmax = -1")), "full");
+    assert!(e.contains("checks[0].max"), "{e}");
+
+    let kind = "kind = \"status_seen\"\nload = \"main\"";
+    ok(&obs(&format!("{kind}\nstatus = 100")), "full");
+    let e = err(&obs(&format!("{kind}\nstatus = 600")), "full");
+    assert!(e.contains("checks[0].status") && e.contains("600"), "{e}");
+    let e = err(&obs(&format!("{kind}\nstatus = \"503\"")), "full");
+    assert!(e.contains("checks[0].status: invalid type"), "{e}");
+}
+
+#[test]
+fn the_shipped_checks_stay_valid_and_a_typo_in_one_is_caught() {
+    let text = shipped("dependency-coupled-probes");
+    ok(&text, "full");
+    let typo = text.replace("step = \"intermittent\"", "step = \"intermitent\"");
+    let e = err(&typo, "quick");
+    assert!(
+        e.contains("checks[6].step (check \"intermittent failure makes readiness flap\")"),
+        "{e}"
+    );
+}
+
+fn rollout_with_quick_staircase(stairs: &str) -> String {
+    shipped("startup-degraded").replace(
+        "staircase = [100.0, 200.0, 400.0]\nstaircase_step = \"10s\"",
+        &format!("staircase = {stairs}\nstaircase_step = \"10s\""),
+    )
+}
+
+#[test]
+fn a_headroom_staircase_holds_the_load_rate_and_the_step_below_it() {
+    let l = ok(
+        &rollout_with_quick_staircase("[100.0, 200.0, 400.0]"),
+        "quick",
+    );
+    assert_eq!(l.steps[0].staircase, vec![100.0, 200.0, 400.0]);
+    ok(&rollout_with_quick_staircase("[150.0, 200.0]"), "quick");
+    for (stairs, lacks) in [
+        ("[50.0, 100.0]", "lacks the load's rate 200 (load \"main\")"),
+        (
+            "[300.0, 400.0]",
+            "lacks the load's rate 200 and a step below it",
+        ),
+        ("[100.0, 400.0]", "lacks the load's rate 200 (load"),
+        ("[200.0, 400.0]", "lacks a step below the load's rate 200"),
+    ] {
+        let e = err(&rollout_with_quick_staircase(stairs), "quick");
+        assert!(
+            e.contains("steps[0].staircase (step \"preflight\")") && e.contains(lacks),
+            "{stairs}: {e}"
+        );
+    }
+    // The file as written is unaffected by a quick profile it does not load...
+    ok(&rollout_with_quick_staircase("[50.0, 100.0]"), "full");
+    // ... and a lab that does not require headroom may step as it likes.
+    let no_headroom = rollout_with_quick_staircase("[50.0, 100.0]")
+        .replace("headroom = true\nheadroom_factor = 5.0\n", "");
+    ok(&no_headroom, "quick");
+    // Without any staircase, headroom cannot be shown.
+    let e = err(
+        &shipped("startup-degraded-misconfigured").replace(
+            "baseline_clean = true\n",
+            "baseline_clean = true\nheadroom = true\n",
+        ),
+        "full",
+    );
+    assert!(
+        e.contains("preconditions.headroom: headroom = true needs a step with a staircase"),
+        "{e}"
+    );
+    let e = err(
+        &rollout_with_quick_staircase("[200.0, 100.0, 400.0]"),
+        "quick",
+    );
+    assert!(e.contains("rise strictly"), "{e}");
+}
+
+#[test]
+fn a_profile_may_not_change_the_rule() {
+    let text = format!(
+        "{}\n[profiles.quick.rule]\nconsecutive = 2\n",
+        shipped("startup-degraded")
+    );
+    for profile in ["quick", "full"] {
+        let e = err(&text, profile);
+        assert!(
+            e.contains("profiles.quick.rule.consecutive: a profile may not change the pre-registered `rule`"),
+            "{e}"
+        );
+    }
+    for (key, line) in [
+        (
+            "hypothesis.expect",
+            "[profiles.quick.hypothesis]\nexpect = \"falsified\"",
+        ),
+        ("kind", "[profiles.quick]\nkind = \"observation\""),
+    ] {
+        let base = shipped("startup-degraded");
+        // `[profiles.quick]` may already be implied by the file's dotted tables: put the key
+        // in an inline overlay of a fresh file instead.
+        let text = if key == "kind" {
+            base.replace(
+                "[[profiles.quick.apps]]",
+                "[profiles.quick]\nkind = \"observation\"\n\n[[profiles.quick.apps]]",
+            )
+        } else {
+            format!("{base}\n{line}\n")
+        };
+        let e = err(&text, "quick");
+        assert!(e.contains(&format!("profiles.quick.{key}")), "{e}");
+    }
+}
+
+#[test]
+fn a_profile_may_strengthen_but_never_weaken_a_precondition() {
+    let base = shipped("startup-degraded");
+    let with = |pre: &str| format!("{base}\n[profiles.quick.preconditions]\n{pre}\n");
+    for (pre, key) in [
+        ("headroom = false", "profiles.quick.preconditions.headroom"),
+        (
+            "baseline_clean = false",
+            "profiles.quick.preconditions.baseline_clean",
+        ),
+        (
+            "perturbations_observed = false",
+            "profiles.quick.preconditions.perturbations_observed",
+        ),
+        (
+            "headroom_factor = 4.9",
+            "profiles.quick.preconditions.headroom_factor",
+        ),
+    ] {
+        let e = err(&with(pre), "quick");
+        assert!(e.contains(key) && e.contains("may not"), "{pre}: {e}");
+    }
+    let l = ok(&with("headroom_factor = 6.0"), "quick");
+    assert_eq!(l.preconditions.headroom_factor, Some(6.0));
+    ok(&with("headroom_factor = 5.0\nheadroom = true"), "quick");
+
+    // Turning a precondition on is allowed.
+    let control = shipped("startup-degraded-misconfigured");
+    let on = format!("{control}\n[profiles.quick.preconditions]\nbaseline_clean = true\n");
+    ok(&on, "quick");
+}
+
+#[test]
+fn a_profile_changes_a_check_only_in_its_within() {
+    let base = shipped("dependency-coupled-probes");
+    ok(&base, "quick");
+    for (extra, key) in [
+        (
+            "[[profiles.quick.checks]]\nname = \"readiness-only is never restarted\"\nmax = 3",
+            "profiles.quick.checks[1].max",
+        ),
+        (
+            "[[profiles.quick.checks]]\nname = \"a new check\"\nwithin = \"10s\"",
+            "profiles.quick.checks[1].name",
+        ),
+    ] {
+        let e = err(&format!("{base}\n{extra}\n"), "quick");
+        assert!(e.contains(key), "{extra}: {e}");
+    }
+}
+
+#[test]
+fn expected_perturbations_follows_the_schedule() {
+    let base = shipped("startup-degraded");
+    let with = |n: u32| {
+        base.replace(
+            "perturbations_observed = true\n",
+            &format!("perturbations_observed = true\nexpected_perturbations = {n}\n"),
+        )
+    };
+    ok(&with(15), "full");
+    let e = err(&with(14), "full");
+    assert!(
+        e.contains("preconditions.expected_perturbations: 14, but the schedule fires 15 event(s)"),
+        "{e}"
+    );
+    // The quick schedule fires 3 + 2 events: the full file's 15 does not hold for it.
+    let e = err(&with(15), "quick");
+    assert!(e.contains("fires 5 event(s)"), "{e}");
+}
+
+#[test]
+fn wrong_types_and_unknown_keys_name_their_key_path() {
+    let base = shipped("startup-degraded");
+    let e = err(
+        &base.replace("replicas = 3", "replicas = \"three\""),
+        "full",
+    );
+    assert!(
+        e.contains("x.toml (profile full): apps[0].replicas: invalid type: string \"three\""),
+        "{e}"
+    );
+    let e = err(
+        &base.replace("threshold_pct = 0.5", "threshold_pct = 50.5e3"),
+        "full",
+    );
+    assert!(
+        e.contains("rule.threshold_pct: 50500 is not between 0 and 100"),
+        "{e}"
+    );
+    let e = err(&base.replace("consecutive = 3", "consecutive = 0"), "full");
+    assert!(e.contains("rule.consecutive: must be at least 1"), "{e}");
+    let e = err(&base.replace("[rule]\n", "[rule]\nwindows = 3\n"), "full");
+    assert!(e.contains("rule.windows: unknown field `windows`"), "{e}");
+    let e = err(&base.replace("rate = 200", "rate = -200"), "full");
+    assert!(e.contains("load[0].rate (load \"main\")"), "{e}");
+    let e = err(
+        &base.replace(
+            "phases = [\"perturbation\", \"supplemental-restart\"]",
+            "phases = [\"perturbation\", \"suplemental-restart\"]",
+        ),
+        "full",
+    );
+    assert!(
+        e.contains("rule.phases[1]: no step has phase \"suplemental-restart\""),
+        "{e}"
+    );
+    let e = err(
+        &base.replace(
+            "evidence_cap = \"Strongly Suggested\"",
+            "evidence_cap = \"Strongly Suspected\"",
+        ),
+        "full",
+    );
+    assert!(e.contains("hypothesis.evidence_cap"), "{e}");
+    let e = err(
+        &base.replace("headroom_factor = 5.0", "headroom_factor = 1.0"),
+        "full",
+    );
+    assert!(
+        e.contains("preconditions.headroom_factor: 1 must be above 1"),
+        "{e}"
+    );
+}
