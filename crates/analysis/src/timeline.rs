@@ -908,3 +908,59 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod termination_tests {
+    use super::*;
+
+    fn ev(ts_ms: i64, replica: &str, reason: &str, msg: &str) -> SystemEvent {
+        SystemEvent {
+            ts_ms,
+            app: "a".into(),
+            revision: "a--r1".into(),
+            replica: replica.into(),
+            reason: reason.into(),
+            msg: msg.into(),
+            kind: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_probe_kill_and_its_exit_row_are_one_restart() {
+        let kill = "Container 'c' was terminated with exit code '' and reason 'ProbeFailure'";
+        let exit137 = "Container 'c' was terminated with exit code '137'";
+        let rows = vec![
+            ev(0, "x", "ContainerTerminated", kill),
+            ev(1, "x", "ContainerTerminated", exit137),
+            // another replica's exit right after x's kill is its own crash
+            ev(2, "y", "ContainerTerminated", exit137),
+            ev(3, "x", "ContainerStarted", "Started container 'c'"),
+            // after a start, an exit 137 is a new restart
+            ev(4, "x", "ContainerTerminated", exit137),
+            ev(
+                5,
+                "x",
+                "ContainerTerminated",
+                "... exit code '' and reason 'ManuallyStopped'",
+            ),
+        ];
+        let t = terminations(&rows);
+        let labels: Vec<String> = t.values().map(Termination::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "ProbeFailure",
+                "exit 137 after probe kill",
+                "exit 137",
+                "exit 137",
+                "ManuallyStopped"
+            ]
+        );
+        let restarts: Vec<usize> = t
+            .iter()
+            .filter(|(_, k)| k.is_restart())
+            .map(|(i, _)| *i)
+            .collect();
+        assert_eq!(restarts, [0, 2, 4]);
+    }
+}
