@@ -30,7 +30,8 @@
 //! turnover: the first inventory tick with a replacement replica to the first tick with no
 //! replica of the first tick left. `errors_in_window` counts the client-visible errors of the
 //! step's load runs from the event's fire time to the next event's (or the step's end): failed
-//! `req` lines when the run has any, else the errors of the bucket windows starting in it.
+//! `req` lines when the run has any (and none were past the kept limit), else the errors of the
+//! bucket windows from the one holding the fire time up to the window's end.
 
 use std::collections::{BTreeMap, BTreeSet};
 

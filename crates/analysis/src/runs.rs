@@ -1,5 +1,7 @@
 //! The subset of the runner's `runs.json` the analysis reads: each step's time span, its load
-//! runs (load name → run_id) and its recorded actions. Unknown keys are ignored.
+//! runs (load name → run_id; a sampler execution per event carries `event` and, as `run_id`,
+//! that event's perturbation id), its recorded actions (each with its event's
+//! `perturbation_id`), and the top-level `log_write_failures`. Unknown keys are ignored.
 //!
 //! ```json
 //! {"lab": "...", "profile": "full", "target": "local", "started": "...", "ended": "...",
