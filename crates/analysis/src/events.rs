@@ -16,8 +16,9 @@
 //!   replicas in the event's first `ReplicaInventorySample` tick has either such a
 //!   `ManuallyStopped` row or is gone from the event's last inventory tick;
 //! - `restart`: the revision active with traffic in the first sample got replacement replicas:
-//!   a `ContainerStarted` row of that revision for a replica neither in the event's first
-//!   inventory tick nor named by any system row before it, and each replica of the first tick
+//!   a `ContainerStarted` row of that revision, before the next event fired, for a replica
+//!   neither in the event's first inventory tick nor named by any system row before it, and
+//!   each replica of the first tick
 //!   has a `ManuallyStopped` row or is gone from the last tick;
 //! - any other kind (dependency, simulate, saturate): its action records are ok (no platform
 //!   signature is checked for them).
@@ -115,7 +116,7 @@ pub fn evaluate(acc: &Acc, runs: &RunsFile) -> Vec<Event> {
             .collect();
         for (i, &(n, fired_ms)) in fired.iter().enumerate() {
             let next = fired[i + 1..].iter().find_map(|x| x.1);
-            out.push(one(acc, step, n, fired_ms, next.or(step.end_ms())));
+            out.push(one(acc, step, n, fired_ms, next, next.or(step.end_ms())));
         }
     }
     out
@@ -130,7 +131,14 @@ fn primary(step: &StepRec, n: u32) -> Option<&ActionRec> {
         .copied()
 }
 
-fn one(acc: &Acc, step: &StepRec, n: u32, fired_ms: Option<i64>, end: Option<i64>) -> Event {
+fn one(
+    acc: &Acc,
+    step: &StepRec,
+    n: u32,
+    fired_ms: Option<i64>,
+    next_fire: Option<i64>,
+    end: Option<i64>,
+) -> Event {
     let recs: Vec<&ActionRec> = step.actions.iter().filter(|a| a.event == n).collect();
     let (kind, app) = primary(step, n).map_or((String::new(), String::new()), |a| {
         (a.kind.clone(), a.app.clone())
@@ -189,7 +197,7 @@ fn one(acc: &Acc, step: &StepRec, n: u32, fired_ms: Option<i64>, end: Option<i64
                 if makes_revision(&kind) {
                     rollout(acc, p, &mut ev, &mut problems);
                 } else {
-                    restart(acc, p, &mut ev, &mut problems);
+                    restart(acc, p, next_fire, &mut ev, &mut problems);
                 }
             }
         }
@@ -391,7 +399,8 @@ fn rollout(acc: &Acc, pid: &str, ev: &mut Event, problems: &mut Vec<String>) {
     });
 }
 
-fn restart(acc: &Acc, pid: &str, ev: &mut Event, problems: &mut Vec<String>) {
+/// `until`: the next event's fire time (a later restart's replacements are not this one's).
+fn restart(acc: &Acc, pid: &str, until: Option<i64>, ev: &mut Event, problems: &mut Vec<String>) {
     let app = ev.app.clone();
     let samples = snaps(
         acc.rev_samples
@@ -441,6 +450,7 @@ fn restart(acc: &Acc, pid: &str, ev: &mut Event, problems: &mut Vec<String>) {
             revs.contains(&e.revision)
                 && e.reason == "ContainerStarted"
                 && e.ts_ms >= since
+                && until.is_none_or(|u| e.ts_ms < u)
                 && !known.contains(&e.replica)
         })
         .collect();

@@ -678,3 +678,35 @@ fn a_log_write_failure_is_invalid_naming_data_complete() {
     assert!(g.detail.contains("writing logs/ContainerAppConsoleLogs_CL.ndjson failed from 2026-06-12T14:18:40.000Z (120 row(s) lost): No space left on device"), "{}", g.detail);
     assert_eq!(g.numbers["log_write_failures"][0]["rows_lost"], 120);
 }
+
+#[test]
+fn a_later_restarts_replacements_are_not_this_ones() {
+    // Event 1 started no replacement; the only one starts after event 2 fired.
+    let pack = restart_pack(Some(2), false);
+    pack.runs(|v| {
+        let s = v["steps"].as_array_mut().unwrap().last_mut().unwrap();
+        s["actions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"event": 2, "kind": "restart",
+            "app": "subject", "ts": iso(T0 + 100), "outcome": "ok", "status": 200, "dur_ms": 30,
+            "detail": "", "perturbation_id": "supplemental-restart-event-2-20260612T141920Z"}));
+    });
+    pack.append(
+        "ContainerAppSystemLogs_CL.ndjson",
+        &[sysrow(
+            T0 + 102,
+            "subject--r2",
+            "subject--r2-b",
+            "ContainerStarted",
+            "Started container 'subject'",
+        )],
+    );
+    let a = pack.analyse();
+    assert_invalid_naming(&a, "perturbations_observed");
+    let p = a.events[1].problem.clone().unwrap();
+    assert!(
+        p.contains("no ContainerStarted row of a replacement replica of subject--r2"),
+        "{p}"
+    );
+}
