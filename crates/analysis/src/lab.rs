@@ -144,7 +144,10 @@ pub struct Preconditions {
     pub baseline_clean: bool,
     #[serde(default)]
     pub headroom: bool,
+    /// p50 at the lab's load rate must be at least this many times p50 at the staircase step
+    /// below it (default [`crate::verdict::DEFAULT_HEADROOM_FACTOR`], 5).
     pub headroom_factor: Option<f64>,
+    /// Every fired event of `runs.json` observed ([`crate::events`]); evaluated only when set.
     #[serde(default)]
     pub perturbations_observed: bool,
     pub expected_perturbations: Option<u32>,
