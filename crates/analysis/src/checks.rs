@@ -19,9 +19,14 @@
 //! - `status_seen`: responses with HTTP `status` (from the windows' status maps) ≥ `min` (1).
 //! - `no_errors`: err = 0 over the selected windows, which must hold at least one request.
 //! - `errors_at_least`: err ≥ `min` (1).
-//! - `restart_count_at_least` / `restart_count_at_most`: `ContainerTerminated` events of `app`
-//!   in scope (each is one container restart) ≥ `min` (1) / ≤ `max` (0). Replica inventory
-//!   `restart_count` samples are not used.
+//! - `restart_count_at_least` / `restart_count_at_most`: restarts of `app` in scope ≥ `min` (1)
+//!   / ≤ `max` (0). A restart is a `ContainerTerminated` row with reason `ProbeFailure` or a
+//!   non-zero exit code ([`crate::timeline::terminations`]); `ManuallyStopped` (a retired or
+//!   scaled-in replica: Azure writes one for every old replica of a rollout), exit code 0, and the
+//!   `exit code '137'` row Azure writes right after a probe kill of the same replica (no
+//!   `ContainerStarted` between) are not counted; a row whose wording tells neither a reason nor
+//!   an exit code makes the check not evaluated. Replica inventory `restart_count` samples are
+//!   not used.
 //! - `probe_failed`: `ProbeFailed` events of `app` whose message names `probe`
 //!   (`Probe of Liveness failed ...`, case-insensitive) ≥ `min` (1).
 //! - `probe_failed_first`: of the probe types of `app`, the first to reach `min` (1)
@@ -41,7 +46,7 @@ use crate::lab::{CheckSpec, LabFile};
 use crate::model::{Acc, SystemEvent};
 use crate::rule::BucketRow;
 use crate::runs::{RunsFile, StepRec};
-use crate::timeline::probe_type;
+use crate::timeline::{Termination, probe_type, terminations};
 use crate::ts::iso_ms;
 use crate::verdict::{Gate, Status};
 
@@ -192,7 +197,7 @@ fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
         let st = |m: &std::collections::BTreeMap<String, u64>| {
             code.as_ref().and_then(|k| m.get(k)).copied().unwrap_or(0)
         };
-        if r.buckets.is_empty() {
+        if r.windows_from_reqs() {
             for (k, w) in &r.reqs {
                 wins.push(Win {
                     run_id: id.to_string(),
@@ -412,12 +417,37 @@ fn event_check(c: &CheckSpec, runs: &RunsFile, acc: &Acc) -> Eval {
     };
     match c.kind.as_str() {
         "restart_count_at_least" | "restart_count_at_most" => {
-            let evs: Vec<&SystemEvent> = acc
-                .system
-                .iter()
-                .filter(in_scope)
-                .filter(|e| e.reason == "ContainerTerminated")
-                .collect();
+            let kinds = terminations(&acc.system);
+            let mut evs: Vec<&SystemEvent> = Vec::new();
+            let mut not_counted: std::collections::BTreeMap<String, u64> = Default::default();
+            let mut unknown: Vec<&SystemEvent> = Vec::new();
+            let mut by_reason: std::collections::BTreeMap<String, u64> = Default::default();
+            for (i, t) in &kinds {
+                let e = &acc.system[*i];
+                if !in_scope(&e) {
+                    continue;
+                }
+                match t {
+                    Termination::Restart(r) => {
+                        evs.push(e);
+                        *by_reason.entry(r.clone()).or_insert(0) += 1;
+                    }
+                    Termination::Unknown => unknown.push(e),
+                    other => *not_counted.entry(other.label()).or_insert(0) += 1,
+                }
+            }
+            if !unknown.is_empty() {
+                return Eval {
+                    status: Status::NotEvaluated,
+                    detail: format!(
+                        "{} ContainerTerminated row(s) of {app} in {what} have a wording that tells neither a reason nor an exit code (first: {:?}): restarts cannot be counted",
+                        unknown.len(),
+                        unknown[0].msg
+                    ),
+                    numbers: add(json!({"unknown": unknown.len()})),
+                    rows: refs(&unknown),
+                };
+            }
             let n = evs.len() as f64;
             let (ok, need) = if c.kind == "restart_count_at_least" {
                 let min = c.min.unwrap_or(1.0);
@@ -426,14 +456,39 @@ fn event_check(c: &CheckSpec, runs: &RunsFile, acc: &Acc) -> Eval {
                 let max = c.max.unwrap_or(0.0);
                 (n <= max, format!("<= {max}"))
             };
+            let skipped: Vec<String> = not_counted
+                .iter()
+                .map(|(k, v)| format!("{k} ×{v}"))
+                .collect();
             judged(
                 ok,
                 format!(
-                    "{} ContainerTerminated event(s) of {app} (need {need}) in {what}",
-                    evs.len()
+                    "{} restart(s) of {app} (need {need}) in {what}: ContainerTerminated rows with reason 'ProbeFailure' or a non-zero exit code{}{}",
+                    evs.len(),
+                    if by_reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " ({})",
+                            by_reason
+                                .iter()
+                                .map(|(k, v)| format!("{k} ×{v}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    },
+                    if skipped.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; not counted: {} (ManuallyStopped = a retired or scaled-in replica, exit 0 = a clean stop, 'after probe kill' = the exit-code row that follows a ProbeFailure of the same replica)",
+                            skipped.join(", ")
+                        )
+                    }
                 ),
                 add(json!({"restarts": evs.len(), "min": c.min, "max": c.max,
-                           "basis": "ContainerTerminated"})),
+                           "basis": "ContainerTerminated reason ProbeFailure or non-zero exit code",
+                           "by_reason": by_reason, "not_counted": not_counted})),
                 refs(&evs),
             )
         }

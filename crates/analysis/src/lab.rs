@@ -17,13 +17,22 @@
 //! [preconditions]        # each `true` makes missing data a failed precondition
 //! baseline_clean = true
 //! headroom = true
-//! headroom_factor = 1.5  # staircase p50(step 2) / p50(step 1) must stay at or below this
+//! headroom_factor = 5.0  # p50(at the load's rate) / p50(at the staircase step below) must reach this
 //! perturbations_observed = true
 //! expected_perturbations = 12
 //!
 //! [phases]               # phase name = run_id prefix(es); otherwise the built-in prefixes
 //! baseline = "baseline-"
 //! perturbation = ["perturbation-", "rollout-"]
+//!
+//! [[load]]              # name and rate: the rate the headroom gate looks for in the staircase
+//! name = "main"
+//! rate = 200
+//!
+//! [[steps]]             # name, staircase, events, action kind/app: what was scheduled
+//! name = "perturbation"
+//! events = 12
+//! action = { kind = "rollout", app = "subject" }
 //! ```
 //!
 //! An observation lab (`kind = "observation"`) has `[[checks]]` entries instead of a rule
@@ -55,6 +64,43 @@ pub struct LabFile {
     /// `[[checks]]`: the expected observations of an observation lab ([`crate::checks`]).
     #[serde(default)]
     pub checks: Vec<CheckSpec>,
+    /// `[[load]]`: each load's name and rate (the headroom gate's "lab's load rate").
+    #[serde(default)]
+    pub load: Vec<LoadSpec>,
+    /// `[[steps]]`: each step's name, staircase and scheduled events.
+    #[serde(default)]
+    pub steps: Vec<StepSpec>,
+}
+
+/// One `[[load]]` entry (only what the analysis reads).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct LoadSpec {
+    pub name: String,
+    #[serde(default)]
+    pub rate: Option<f64>,
+}
+
+/// One `[[steps]]` entry (only what the analysis reads).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct StepSpec {
+    pub name: String,
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub staircase: Vec<f64>,
+    /// How many times the step's action is scheduled.
+    #[serde(default)]
+    pub events: Option<u32>,
+    #[serde(default)]
+    pub action: Option<ActionSpec>,
+}
+
+/// A step's `action` (its kind and app).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ActionSpec {
+    pub kind: String,
+    #[serde(default)]
+    pub app: Option<String>,
 }
 
 /// One `[[checks]]` entry: the lab crate's type, where the kinds and their parameters are
@@ -86,7 +132,10 @@ pub struct Preconditions {
     pub baseline_clean: bool,
     #[serde(default)]
     pub headroom: bool,
+    /// p50 at the lab's load rate must be at least this many times p50 at the staircase step
+    /// below it (default [`crate::verdict::DEFAULT_HEADROOM_FACTOR`], 5).
     pub headroom_factor: Option<f64>,
+    /// Every fired event of `runs.json` observed ([`crate::events`]); evaluated only when set.
     #[serde(default)]
     pub perturbations_observed: bool,
     pub expected_perturbations: Option<u32>,
@@ -149,6 +198,15 @@ impl LabFile {
         toml::Value::Table(doc)
             .try_into()
             .map_err(|e: toml::de::Error| e.to_string())
+    }
+
+    /// The rate of the load named `name`, or of the lab's only load when `name` is `None`.
+    pub fn load_rate(&self, name: Option<&str>) -> Option<f64> {
+        match name {
+            Some(n) => self.load.iter().find(|l| l.name == n)?.rate,
+            None if self.load.len() == 1 => self.load[0].rate,
+            None => None,
+        }
     }
 
     /// Whether the verdict comes from `[[checks]]` (`kind = "observation"`).

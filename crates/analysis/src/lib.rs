@@ -11,6 +11,7 @@
 
 pub mod charts;
 pub mod checks;
+pub mod events;
 pub mod evidence;
 pub mod input;
 pub mod lab;
@@ -28,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+pub use events::EventSummary;
 pub use evidence::{Level, Statement};
 pub use lab::LabFile;
 pub use rule::{BucketRow, Rule, RunSummary, Streak};
@@ -88,6 +90,8 @@ pub struct Analysis {
     pub q2: Vec<BucketRow>,
     pub runs: Vec<RunSummary>,
     pub streaks: Vec<Streak>,
+    /// Every fired event of `runs.json` (empty without one), as report.md and report.html list it.
+    pub events: Vec<EventSummary>,
     pub tables: Vec<Table>,
     pub gates: Vec<Gate>,
     pub verdict: Verdict,
@@ -179,14 +183,18 @@ pub fn compute_with_runs(
     files: Vec<PathBuf>,
 ) -> Analysis {
     let wms = acc.window_ms;
-    let (q2, runs) = rule::buckets_and_summaries(&acc, &lab);
+    let (q2, runs) = rule::buckets_and_summaries(&acc, &lab, &rule);
     let (streaks, longest) = rule::streaks(&q2, &rule, wms);
     let phases = rule::phases(&q2, &rule, &longest);
     let q2_name = format!("q2-buckets-{}s", rule.window_s);
+    let events = match &runs_file {
+        Ok(rf) => events::evaluate(&acc, rf),
+        Err(_) => Vec::new(),
+    };
     let mut tables = vec![
         q1_table(&runs),
         q2_table(&q2, &q2_name, &rule),
-        timeline::q3(&acc),
+        timeline::q3(&acc, &events),
         timeline::q4(&acc),
         q5_table(&streaks, &longest, &runs, &rule),
         q6_table(&phases, &rule),
@@ -194,11 +202,21 @@ pub fn compute_with_runs(
     ];
     let (forensics, mut statements) = timeline::forensics(&acc, &q2, &q2_name, cap);
     tables.push(forensics);
-    tables.push(timeline::headroom(&acc, &lab));
+    tables.push(timeline::headroom(&acc, &lab, runs_file.as_ref().ok()));
     tables.push(timeline::cutover(&acc));
     tables.push(timeline::inflight(&acc, cap, &mut statements));
     tables.push(timeline::restart_cadence(&acc));
     let mut check_statements = Vec::new();
+    let ctx = verdict::Ctx {
+        acc: &acc,
+        lab: &lab,
+        rule: &rule,
+        q2: &q2,
+        q2_name: &q2_name,
+        runs: runs_file.as_ref().map_err(String::as_str),
+        summaries: &runs,
+        events: &events,
+    };
     let (gates, verdict) = if lab.is_observation() {
         let inp = checks::Inputs {
             acc: &acc,
@@ -223,10 +241,34 @@ pub fn compute_with_runs(
             ));
         }
         let gates = results.into_iter().map(|r| r.gate).collect();
-        verdict::decide_observation(&acc, &lab, &rule, &q2, &q2_name, gates)
+        verdict::decide_observation(&ctx, gates)
     } else {
-        verdict::decide(&acc, &lab, &rule, &q2, &q2_name, &streaks)
+        verdict::decide(&ctx, &streaks)
     };
+    for r in runs.iter().filter(|r| r.cross_check.is_some()) {
+        if let Some(c) = &r.cross_check
+            && c.gap > 0
+        {
+            statements.push(Statement::new(
+                Level::Measured,
+                format!(
+                    "{}/{}: bucket lines count {} {}, req lines {} (a gap of {}; the rule's resolution is {}); Q1 and Q2 use the {} lines.",
+                    r.run_id,
+                    r.scenario,
+                    c.bucket,
+                    c.compared,
+                    c.req,
+                    c.gap,
+                    c.resolution,
+                    match r.source {
+                        rule::Source::Req => "req",
+                        _ => "bucket",
+                    }
+                ),
+            ));
+        }
+    }
+    let events: Vec<EventSummary> = events.into_iter().map(|e| e.summary).collect();
     let mut head = summary_statements(&verdict, &phases, &acc, lab.is_observation());
     head.append(&mut check_statements);
     head.append(&mut statements);
@@ -241,6 +283,7 @@ pub fn compute_with_runs(
         q2,
         runs,
         streaks,
+        events,
         tables,
         gates,
         verdict,
@@ -318,6 +361,11 @@ fn q1_table(runs: &[RunSummary]) -> Table {
             "first_bucket",
             "last_bucket",
             "buckets",
+            "source",
+            "bucket_requests",
+            "req_requests",
+            "req_lines",
+            "cross_check",
         ],
     );
     for r in runs {
@@ -338,6 +386,26 @@ fn q1_table(runs: &[RunSummary]) -> Table {
             r.first_ms.map_or(Value::Null, |m| json!(iso_s(m))),
             r.last_ms.map_or(Value::Null, |m| json!(iso_s(m))),
             json!(r.buckets),
+            json!(r.source),
+            json!(r.bucket_requests),
+            json!(r.req_requests),
+            json!(r.req_mode),
+            r.cross_check.as_ref().map_or(Value::Null, |c| {
+                json!(format!(
+                    "{} {}: bucket {} vs req {}, gap {} (resolution {}){}",
+                    c.compared,
+                    if c.exceeds() { "DISAGREE" } else { "agree" },
+                    c.bucket,
+                    c.req,
+                    c.gap,
+                    c.resolution,
+                    if c.exceeds() {
+                        ": data_complete fails"
+                    } else {
+                        ""
+                    }
+                ))
+            }),
         ]);
     }
     t

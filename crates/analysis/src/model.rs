@@ -273,6 +273,57 @@ impl RunData {
     }
 }
 
+/// What a run's `req` lines hold, inferred from them (loadgen's `--log-requests`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReqMode {
+    /// No `req` line.
+    None,
+    /// Only failed requests (`--log-requests errors`): no `req` line is ok.
+    ErrorsOnly,
+    /// Every request (at least one ok `req` line).
+    All,
+}
+
+impl RunData {
+    /// Requests and errors counted by the run's `bucket` lines / rows.
+    pub fn bucket_totals(&self) -> (u64, u64) {
+        self.buckets
+            .values()
+            .fold((0, 0), |(c, e), w| (c + w.count, e + w.err))
+    }
+
+    /// Requests, ok and errors counted from the run's `req` lines.
+    pub fn req_totals(&self) -> (u64, u64, u64) {
+        self.reqs
+            .values()
+            .fold((0, 0, 0), |(c, o, e), w| (c + w.count, o + w.ok, e + w.err))
+    }
+
+    /// Whether the run's `req` lines are every request, only the failed ones, or absent.
+    pub fn req_mode(&self) -> ReqMode {
+        let (c, ok, _) = self.req_totals();
+        if c == 0 {
+            ReqMode::None
+        } else if ok == 0 {
+            ReqMode::ErrorsOnly
+        } else {
+            ReqMode::All
+        }
+    }
+
+    /// Whether the run's windows come from its `req` lines: when it has no bucket, or when its
+    /// `req` lines are every request and count more of them than its buckets (a source can only
+    /// lose lines, so the larger one is the complete one; k6's unflushed per-VU buckets, a
+    /// loadgen killed before its last bucket). Buckets otherwise, also on a tie.
+    pub fn windows_from_reqs(&self) -> bool {
+        if self.buckets.is_empty() {
+            return !self.reqs.is_empty();
+        }
+        self.req_mode() == ReqMode::All && self.req_totals().0 > self.bucket_totals().0
+    }
+}
+
 fn min_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
     match (a, b) {
         (Some(x), Some(y)) => Some(x.min(y)),

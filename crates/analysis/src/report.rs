@@ -1,6 +1,8 @@
-//! report.md: the verdict first, then gates, evidence statements, charts, tables and what the
-//! readers could not parse. Deterministic (no generation timestamp) so it can be snapshot-tested.
+//! report.md: the verdict first, then the fired events (fired at, new revision, transition,
+//! errors in the window), gates, evidence statements, charts, tables and what the readers could
+//! not parse. Deterministic (no generation timestamp) so it can be snapshot-tested.
 
+use crate::ts::iso_ms;
 use crate::verdict::Status;
 use crate::{Analysis, inputs_summary};
 
@@ -31,6 +33,7 @@ pub fn render(a: &Analysis, charts: &[String]) -> String {
     for r in &v.reasons {
         md.push_str(&format!("- **why:** {r}\n"));
     }
+    md.push_str(&events_section(a));
     md.push_str(
         "\n## Gates\n\n| gate | kind | required | status | detail |\n|---|---|---|---|---|\n",
     );
@@ -90,6 +93,43 @@ pub fn render(a: &Analysis, charts: &[String]) -> String {
     }
     for w in &s.warnings {
         md.push_str(&format!("\n- warning: {w}\n"));
+    }
+    md
+}
+
+/// `## Events`: one row per fired event of `runs.json` (or why there is none).
+pub fn events_section(a: &Analysis) -> String {
+    let mut md = String::from("\n## Events\n\n");
+    if a.events.is_empty() {
+        md.push_str(match &a.runs_file {
+            Ok(_) => "No step of runs.json fired an action.\n",
+            Err(_) => "No runs.json: the fired events are unknown.\n",
+        });
+        return md;
+    }
+    md.push_str(
+        "| step | event | kind | perturbation id | fired at | new revision | transition s | errors in window | observed |\n|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for e in &a.events {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            e.step,
+            e.event,
+            e.kind,
+            e.perturbation_id.as_deref().unwrap_or("-"),
+            iso_ms(e.fired_ms),
+            e.new_revision.as_deref().unwrap_or("-"),
+            e.transition_s.map_or("-".to_owned(), |t| format!("{t:.1}")),
+            e.errors_in_window,
+            if e.observed {
+                "yes".to_owned()
+            } else {
+                format!(
+                    "**NO**: {}",
+                    e.problem.as_deref().unwrap_or("").replace('|', "\\|")
+                )
+            }
+        ));
     }
     md
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::lab::LabFile;
-use crate::model::{Acc, new_hist, quantile_ms};
+use crate::model::{Acc, ReqMode, new_hist, quantile_ms};
 
 /// The falsification rule: K consecutive windows with err_pct strictly above the threshold.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -149,19 +149,58 @@ pub struct RunSummary {
     pub first_ms: Option<i64>,
     pub last_ms: Option<i64>,
     pub buckets: usize,
+    /// Where the windows came from: `bucket` or `req` (the complete source when both exist).
+    pub source: Source,
+    /// Requests counted by `bucket` lines (`None`: the run has none).
+    pub bucket_requests: Option<u64>,
+    /// Errors counted by `bucket` lines.
+    pub bucket_errors: Option<u64>,
+    /// Requests counted from `req` lines (`None`: the run has none).
+    pub req_requests: Option<u64>,
+    /// What the `req` lines hold: every request, only the failed ones, or none.
+    pub req_mode: ReqMode,
+    /// When the run has both: the cross-check of the two sources.
+    pub cross_check: Option<CrossCheck>,
+}
+
+/// `bucket` vs `req` lines of one run: what was compared and by how much they differ.
+#[derive(Clone, Debug, Serialize)]
+pub struct CrossCheck {
+    /// `requests` (the `req` lines are every request) or `errors` (they are the failed ones).
+    pub compared: &'static str,
+    pub bucket: u64,
+    pub req: u64,
+    /// |bucket - req|.
+    pub gap: u64,
+    /// The rule's resolution for this run: the most requests that, missing from a window of the
+    /// run's median size and all failed, could not put a clean window above the threshold:
+    /// ⌊median requests per window × threshold_pct / 100⌋. A larger gap could change a verdict.
+    pub resolution: u64,
+}
+
+impl CrossCheck {
+    /// Whether the sources disagree by more than the rule can tolerate.
+    pub fn exceeds(&self) -> bool {
+        self.gap > self.resolution
+    }
 }
 
 /// Builds Q2 rows (gap-filled with zero rows) and Q1 summaries for every run.
 ///
-/// A run's windows come from its `bucket` lines when it has any, otherwise from its `req` lines.
-pub fn buckets_and_summaries(acc: &Acc, lab: &LabFile) -> (Vec<BucketRow>, Vec<RunSummary>) {
+/// A run's windows come from its complete source ([`crate::model::RunData::windows_from_reqs`]):
+/// its `bucket` lines, or its `req` lines when it has no bucket or they count more requests.
+pub fn buckets_and_summaries(
+    acc: &Acc,
+    lab: &LabFile,
+    rule: &Rule,
+) -> (Vec<BucketRow>, Vec<RunSummary>) {
     let wms = acc.window_ms;
     let mut rows = Vec::new();
     let mut sums = Vec::new();
     for run in &acc.runs {
         let phase = lab.phase_of(&run.run_id);
         let mut these: Vec<BucketRow> = Vec::new();
-        let use_buckets = !run.buckets.is_empty();
+        let use_buckets = !run.windows_from_reqs();
         if use_buckets {
             for (&start, w) in &run.buckets {
                 these.push(BucketRow {
@@ -221,7 +260,16 @@ pub fn buckets_and_summaries(acc: &Acc, lab: &LabFile) -> (Vec<BucketRow>, Vec<R
         let (requests, ok, err) = filled
             .iter()
             .fold((0, 0, 0), |(c, o, e), r| (c + r.count, o + r.ok, e + r.err));
-        let (p50, p95, p99, max, basis) = if !run.reqs.is_empty() {
+        let (b_count, b_err) = run.bucket_totals();
+        let (r_count, _, _) = run.req_totals();
+        let mode = run.req_mode();
+        // Exact latency from `req` lines when they are every request and none is missing.
+        let req_latency = if run.buckets.is_empty() {
+            !run.reqs.is_empty()
+        } else {
+            mode == ReqMode::All && r_count >= b_count
+        };
+        let (p50, p95, p99, max, basis) = if req_latency {
             let mut h = new_hist();
             for w in run.reqs.values() {
                 let _ = h.add(&w.hist);
@@ -247,6 +295,22 @@ pub fn buckets_and_summaries(acc: &Acc, lab: &LabFile) -> (Vec<BucketRow>, Vec<R
                 "bucket",
             )
         };
+        let cross_check = (!run.buckets.is_empty() && !run.reqs.is_empty()).then(|| {
+            let (compared, bucket) = match mode {
+                ReqMode::All => ("requests", b_count),
+                _ => ("errors", b_err),
+            };
+            let mut sizes: Vec<u64> = filled.iter().map(|r| r.count).filter(|c| *c > 0).collect();
+            sizes.sort_unstable();
+            let median = sizes.get(sizes.len() / 2).copied().unwrap_or(0);
+            CrossCheck {
+                compared,
+                bucket,
+                req: r_count,
+                gap: bucket.abs_diff(r_count),
+                resolution: (median as f64 * rule.threshold_pct / 100.0).floor() as u64,
+            }
+        });
         sums.push(RunSummary {
             run_id: run.run_id.clone(),
             scenario: run.scenario.clone(),
@@ -264,6 +328,16 @@ pub fn buckets_and_summaries(acc: &Acc, lab: &LabFile) -> (Vec<BucketRow>, Vec<R
             first_ms: filled.first().map(|r| r.start_ms),
             last_ms: filled.last().map(|r| r.start_ms),
             buckets: filled.len(),
+            source: if use_buckets {
+                Source::Bucket
+            } else {
+                Source::Req
+            },
+            bucket_requests: (!run.buckets.is_empty()).then_some(b_count),
+            bucket_errors: (!run.buckets.is_empty()).then_some(b_err),
+            req_requests: (!run.reqs.is_empty()).then_some(r_count),
+            req_mode: mode,
+            cross_check,
         });
         rows.extend(filled);
     }

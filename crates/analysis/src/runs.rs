@@ -1,5 +1,7 @@
 //! The subset of the runner's `runs.json` the analysis reads: each step's time span, its load
-//! runs (load name → run_id) and its recorded actions. Unknown keys are ignored.
+//! runs (load name → run_id; a sampler execution per event carries `event` and, as `run_id`,
+//! that event's perturbation id), its recorded actions (each with its event's
+//! `perturbation_id`), and the top-level `log_write_failures`. Unknown keys are ignored.
 //!
 //! ```json
 //! {"lab": "...", "profile": "full", "target": "local", "started": "...", "ended": "...",
@@ -31,6 +33,23 @@ pub struct RunsFile {
     pub incomplete: bool,
     #[serde(default)]
     pub steps: Vec<StepRec>,
+    /// Log rows the runner could not write (each one makes `data_complete` fail).
+    #[serde(default)]
+    pub log_write_failures: Vec<LogWriteFailure>,
+}
+
+/// A log file the runner failed to write to (`runs.json` `log_write_failures[]`).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct LogWriteFailure {
+    /// Path relative to the pack.
+    #[serde(default)]
+    pub file: String,
+    #[serde(default)]
+    pub error: String,
+    #[serde(default)]
+    pub first_failed_ts: String,
+    #[serde(default)]
+    pub rows_lost: u64,
 }
 
 /// One step of the schedule.
@@ -53,6 +72,13 @@ pub struct StepRec {
 pub struct RunRec {
     pub load: String,
     pub run_id: String,
+    /// For a sampler execution of one event: its 1-based event number (its `run_id` is then
+    /// that event's perturbation id).
+    #[serde(default)]
+    pub event: Option<u32>,
+    /// The execution's final status, or why it did not start.
+    #[serde(default)]
+    pub status: Option<String>,
 }
 
 /// One fired action.
@@ -74,6 +100,10 @@ pub struct ActionRec {
     pub dur_ms: u64,
     #[serde(default)]
     pub detail: String,
+    /// The event's own perturbation id (`<step>-event-<N>-<stamp>`); absent in packs written
+    /// before per-event ids.
+    #[serde(default)]
+    pub perturbation_id: Option<String>,
 }
 
 impl RunsFile {
@@ -107,6 +137,13 @@ impl StepRec {
 
     pub fn end_ms(&self) -> Option<i64> {
         self.end.as_deref().and_then(parse_ms)
+    }
+
+    /// The sampler execution of event `n`, when the runner recorded one.
+    pub fn sampler_of(&self, n: u32) -> Option<&RunRec> {
+        self.runs
+            .iter()
+            .find(|r| r.load == "sampler" && r.event == Some(n))
     }
 
     /// The first action's time, when the step fired any.

@@ -7,13 +7,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use labkit::event::{RevisionStateSample, SubjectEvent};
 use serde_json::{Value, json};
 
+use crate::events::Event;
 use crate::evidence::{Level, Statement};
 use crate::lab::LabFile;
 use crate::model::{Acc, FailedReq, SystemEvent};
 use crate::rule::BucketRow;
+use crate::runs::RunsFile;
 use crate::table::{Table, num};
 use crate::ts::{iso_ms, iso_s};
-use crate::verdict::DEFAULT_HEADROOM_FACTOR;
+use crate::verdict::{DEFAULT_HEADROOM_FACTOR, staircases};
 
 /// Seconds around an errored window searched for events (the write-up's ±30 s).
 pub const FORENSICS_MARGIN_MS: i64 = 30_000;
@@ -92,8 +94,10 @@ pub fn transitions(acc: &Acc) -> Vec<Transition> {
     out
 }
 
-/// Q3: the revision timeline per perturbation, with transition rows.
-pub fn q3(acc: &Acc) -> Table {
+/// Q3: the revision timeline per perturbation, with transition rows: one per fired event of
+/// `runs.json` when there are any (its rollout transition or restart replica turnover, or why
+/// there is none), else one per (perturbation id, app) with a new revision in the samples.
+pub fn q3(acc: &Acc, events: &[Event]) -> Table {
     let mut t = Table::new(
         "q3-revision-timeline",
         "Q3: revision samples and window markers per perturbation, with transitions",
@@ -154,40 +158,101 @@ pub fn q3(acc: &Acc) -> Table {
             ],
         ));
     }
-    for tr in transitions(acc) {
-        let secs = tr.alone_ms.map(|a| (a - tr.first_seen_ms) as f64 / 1000.0);
+    for ev in events {
+        let e = &ev.summary;
+        let p = e.perturbation_id.clone().unwrap_or_else(|| "none".into());
+        let ts = ev.first_seen_ms.unwrap_or(e.fired_ms);
+        let what = if crate::events::makes_revision(&e.kind) {
+            format!(
+                "from {} to {}: new revision first seen {}, alone with traffic {}",
+                ev.old.join(","),
+                e.new_revision.as_deref().unwrap_or("?"),
+                ev.first_seen_ms
+                    .map(iso_ms)
+                    .unwrap_or_else(|| "never".into()),
+                ev.done_ms.map(iso_ms).unwrap_or_else(|| "never".into())
+            )
+        } else if e.kind == "restart" {
+            format!(
+                "{} restarted: first replacement replica listed {}, no old replica listed {}",
+                ev.old.join(","),
+                ev.first_seen_ms
+                    .map(iso_ms)
+                    .unwrap_or_else(|| "never".into()),
+                ev.done_ms.map(iso_ms).unwrap_or_else(|| "never".into())
+            )
+        } else {
+            format!("{} of {}", e.kind, ev.app)
+        };
+        let detail = format!(
+            "{} event {} ({}) fired {}: {what}{}{}",
+            e.step,
+            e.event,
+            e.kind,
+            iso_ms(e.fired_ms),
+            e.transition_s
+                .map(|s| format!(" ({s:.1} s)"))
+                .unwrap_or_default(),
+            e.problem
+                .as_ref()
+                .map(|p| format!("; NOT observed: {p}"))
+                .unwrap_or_default()
+        );
         rows.push((
-            tr.perturbation_id.clone(),
-            tr.first_seen_ms,
+            p.clone(),
+            ts,
             2,
             vec![
-                json!(tr.perturbation_id),
-                json!(iso_ms(tr.first_seen_ms)),
+                json!(p),
+                json!(iso_ms(ts)),
                 json!("transition"),
-                json!(tr.app),
-                json!(tr.new),
+                json!(ev.app),
+                json!(e.new_revision),
                 Value::Null,
                 Value::Null,
                 Value::Null,
                 Value::Null,
                 Value::Null,
-                json!(match secs {
-                    Some(s) => format!(
-                        "from {} to {}: new revision first seen {}, alone with traffic {} ({s:.1} s)",
-                        tr.old.join(","),
-                        tr.new,
-                        iso_ms(tr.first_seen_ms),
-                        tr.alone_ms.map(iso_ms).unwrap_or_default()
-                    ),
-                    None => format!(
-                        "from {} to {}: new revision first seen {}, never alone with traffic in the samples",
-                        tr.old.join(","),
-                        tr.new,
-                        iso_ms(tr.first_seen_ms)
-                    ),
-                }),
+                json!(detail),
             ],
         ));
+    }
+    if events.is_empty() {
+        for tr in transitions(acc) {
+            let secs = tr.alone_ms.map(|a| (a - tr.first_seen_ms) as f64 / 1000.0);
+            rows.push((
+                tr.perturbation_id.clone(),
+                tr.first_seen_ms,
+                2,
+                vec![
+                    json!(tr.perturbation_id),
+                    json!(iso_ms(tr.first_seen_ms)),
+                    json!("transition"),
+                    json!(tr.app),
+                    json!(tr.new),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    json!(match secs {
+                        Some(s) => format!(
+                            "from {} to {}: new revision first seen {}, alone with traffic {} ({s:.1} s)",
+                            tr.old.join(","),
+                            tr.new,
+                            iso_ms(tr.first_seen_ms),
+                            tr.alone_ms.map(iso_ms).unwrap_or_default()
+                        ),
+                        None => format!(
+                            "from {} to {}: new revision first seen {}, never alone with traffic in the samples",
+                            tr.old.join(","),
+                            tr.new,
+                            iso_ms(tr.first_seen_ms)
+                        ),
+                    }),
+                ],
+            ));
+        }
     }
     rows.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
     for r in rows {
@@ -271,8 +336,73 @@ pub fn termination_reason(msg: &str) -> String {
     }
 }
 
-fn is_restart_event(e: &SystemEvent) -> bool {
-    e.reason == "ContainerTerminated"
+/// What one `ContainerTerminated` row means for restart counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Termination {
+    /// A container restart: `reason 'ProbeFailure'` (a liveness/startup kill) or a non-zero
+    /// exit code (a crash).
+    Restart(String),
+    /// Not a restart: `reason 'ManuallyStopped'` (a retired or scaled-in replica, which Azure
+    /// writes for every old replica of a rollout) or exit code 0.
+    Stopped(String),
+    /// The exit-code row Azure writes right after a probe kill of the same replica (no
+    /// `ContainerStarted` between them): the same restart, not counted twice.
+    AfterProbeKill(String),
+    /// A wording we do not know: counted as neither, and reported.
+    Unknown,
+}
+
+impl Termination {
+    pub fn is_restart(&self) -> bool {
+        matches!(self, Termination::Restart(_))
+    }
+
+    /// `ProbeFailure`, `exit 137`, `ManuallyStopped`, `exit 137 after probe kill`, `unknown`.
+    pub fn label(&self) -> String {
+        match self {
+            Termination::Restart(s) | Termination::Stopped(s) => s.clone(),
+            Termination::AfterProbeKill(s) => format!("{s} after probe kill"),
+            Termination::Unknown => "unknown".into(),
+        }
+    }
+}
+
+/// Classifies every `ContainerTerminated` row of `system` (sorted by time): index → meaning.
+pub fn terminations(system: &[SystemEvent]) -> BTreeMap<usize, Termination> {
+    // Per replica: whether its last row was a probe kill with no ContainerStarted since.
+    let mut killed: BTreeMap<(&str, &str), bool> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for (i, e) in system.iter().enumerate() {
+        let key = (e.app.as_str(), e.replica.as_str());
+        if e.reason == "ContainerStarted" {
+            killed.insert(key, false);
+            continue;
+        }
+        if e.reason != "ContainerTerminated" {
+            continue;
+        }
+        let r = termination_reason(&e.msg);
+        let after_kill = killed.get(&key).copied().unwrap_or(false);
+        let t = if r == "ProbeFailure" {
+            killed.insert(key, true);
+            Termination::Restart(r)
+        } else if r == "ManuallyStopped" {
+            Termination::Stopped(r)
+        } else if let Some(code) = r.strip_prefix("exit ") {
+            if code.trim().is_empty() || code.trim() == "0" {
+                Termination::Stopped(r)
+            } else if after_kill {
+                killed.insert(key, false);
+                Termination::AfterProbeKill(r)
+            } else {
+                Termination::Restart(r)
+            }
+        } else {
+            Termination::Unknown
+        };
+        out.insert(i, t);
+    }
+    out
 }
 
 /// Q7: the system events timeline and per-app counts (two tables).
@@ -519,15 +649,18 @@ pub fn forensics(
     (t, statements)
 }
 
-/// Preflight headroom: the staircase steps and each step's p50 relative to step 1.
-pub fn headroom(acc: &Acc, lab: &LabFile) -> Table {
+/// Preflight headroom: every staircase step, the step at the lab's load rate and the step just
+/// below it (matched by rate), and their p50 ratio against the factor.
+pub fn headroom(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Table {
     let factor = lab
         .preconditions
         .headroom_factor
         .unwrap_or(DEFAULT_HEADROOM_FACTOR);
     let mut t = Table::new(
         "preflight-headroom",
-        &format!("Preflight headroom: staircase p50 ratio vs factor {factor}"),
+        &format!(
+            "Preflight headroom: p50 at the lab's load rate / p50 at the step below it, must be >= {factor}"
+        ),
         &[
             "run_id",
             "step",
@@ -538,20 +671,22 @@ pub fn headroom(acc: &Acc, lab: &LabFile) -> Table {
             "dropped",
             "p50_ms",
             "p99_ms",
-            "p50_ratio_to_step1",
-            "within_factor",
+            "role",
+            "p50_ratio_to_step_below",
+            "meets_factor",
         ],
     );
+    let stairs = staircases(acc, lab, runs);
     for s in &acc.steps {
-        let base = acc
-            .steps
-            .iter()
-            .find(|x| x.run_id == s.run_id && x.step == 1)
-            .and_then(|x| x.p50_ms);
-        let ratio = match (s.p50_ms, base) {
-            (Some(p), Some(b)) if b > 0.0 => Some(p / b),
-            _ => None,
+        let run = s.run_id.clone().unwrap_or_default();
+        let st = stairs.iter().find(|x| x.run_id == run);
+        let is = |p: Option<(f64, f64)>| p.is_some_and(|(r, _)| r == s.target_rps);
+        let role = match st {
+            Some(x) if is(x.at) => "lab rate",
+            Some(x) if is(x.below) => "step below",
+            _ => "",
         };
+        let ratio = st.filter(|_| role == "lab rate").and_then(|x| x.ratio);
         t.push(vec![
             opt(&s.run_id),
             json!(s.step),
@@ -562,8 +697,9 @@ pub fn headroom(acc: &Acc, lab: &LabFile) -> Table {
             json!(s.dropped),
             num(s.p50_ms),
             num(s.p99_ms),
+            json!(role),
             num(ratio),
-            ratio.map_or(Value::Null, |r| json!(r <= factor)),
+            ratio.map_or(Value::Null, |r| json!(r >= factor)),
         ]);
     }
     t
@@ -705,14 +841,15 @@ pub fn inflight(acc: &Acc, cap: Option<Level>, statements: &mut Vec<Statement>) 
     t
 }
 
-/// Restart cadence per app: intervals between consecutive `ContainerTerminated` events.
+/// Restart cadence per app: intervals between consecutive restarts (`ContainerTerminated` rows
+/// that [`terminations`] counts as restarts).
 pub fn restart_cadence(acc: &Acc) -> Table {
     let mut t = Table::new(
         "restart-cadence",
-        "Restart cadence: seconds between consecutive ContainerTerminated events per app",
+        "Restart cadence: seconds between consecutive restarts (ContainerTerminated ProbeFailure or non-zero exit) per app",
         &[
             "app",
-            "terminations",
+            "restarts",
             "min_interval_s",
             "median_interval_s",
             "max_interval_s",
@@ -721,8 +858,12 @@ pub fn restart_cadence(acc: &Acc) -> Table {
         ],
     );
     let mut by_app: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-    for e in acc.system.iter().filter(|e| is_restart_event(e)) {
-        by_app.entry(e.app.as_str()).or_default().push(e.ts_ms);
+    let kinds = terminations(&acc.system);
+    for (i, t) in &kinds {
+        if t.is_restart() {
+            let e = &acc.system[*i];
+            by_app.entry(e.app.as_str()).or_default().push(e.ts_ms);
+        }
     }
     for (app, ts) in by_app {
         let mut iv: Vec<f64> = ts
@@ -765,5 +906,61 @@ mod tests {
             termination_reason("Container 'subject' was terminated with exit code '137'"),
             "exit 137"
         );
+    }
+}
+
+#[cfg(test)]
+mod termination_tests {
+    use super::*;
+
+    fn ev(ts_ms: i64, replica: &str, reason: &str, msg: &str) -> SystemEvent {
+        SystemEvent {
+            ts_ms,
+            app: "a".into(),
+            revision: "a--r1".into(),
+            replica: replica.into(),
+            reason: reason.into(),
+            msg: msg.into(),
+            kind: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_probe_kill_and_its_exit_row_are_one_restart() {
+        let kill = "Container 'c' was terminated with exit code '' and reason 'ProbeFailure'";
+        let exit137 = "Container 'c' was terminated with exit code '137'";
+        let rows = vec![
+            ev(0, "x", "ContainerTerminated", kill),
+            ev(1, "x", "ContainerTerminated", exit137),
+            // another replica's exit right after x's kill is its own crash
+            ev(2, "y", "ContainerTerminated", exit137),
+            ev(3, "x", "ContainerStarted", "Started container 'c'"),
+            // after a start, an exit 137 is a new restart
+            ev(4, "x", "ContainerTerminated", exit137),
+            ev(
+                5,
+                "x",
+                "ContainerTerminated",
+                "... exit code '' and reason 'ManuallyStopped'",
+            ),
+        ];
+        let t = terminations(&rows);
+        let labels: Vec<String> = t.values().map(Termination::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "ProbeFailure",
+                "exit 137 after probe kill",
+                "exit 137",
+                "exit 137",
+                "ManuallyStopped"
+            ]
+        );
+        let restarts: Vec<usize> = t
+            .iter()
+            .filter(|(_, k)| k.is_restart())
+            .map(|(i, _)| *i)
+            .collect();
+        assert_eq!(restarts, [0, 2, 4]);
     }
 }

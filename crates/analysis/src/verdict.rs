@@ -1,22 +1,62 @@
 //! Gates and the verdict: strict, one path each, no fallbacks.
 //!
-//! The rule gate decides `falsified`. Preconditions (baseline clean, headroom shown, every
-//! scheduled perturbation observed) are evaluated whenever their data is in the pack; a lab that
-//! requires one turns missing data into a failure. Any failed precondition, or no judged data at
-//! all, makes the verdict `invalid`: the experiment did not test what it claims to.
+//! The rule gate decides `falsified`. Preconditions:
+//! - `data_complete` (always required): no run whose `bucket` and `req` lines disagree by more
+//!   than the rule's resolution ([`crate::rule::CrossCheck`]), no loadgen `summary` that was
+//!   `interrupted` or counts `aborted` requests, no `log_write_failures` in `runs.json`;
+//! - `baseline_clean`: no baseline window above the threshold;
+//! - `headroom_shown`: for every staircase run, p50 at the lab's load rate / p50 at the staircase
+//!   step just below it (steps matched by rate, not position) ≥ `headroom_factor` (default 5,
+//!   the original lab's); a staircase without the lab's rate or a step below it fails;
+//! - `perturbations_observed` (evaluated only when the lab requires it): every fired event of
+//!   `runs.json` observed as [`crate::events`] defines, every scheduled event fired.
+//!
+//! `baseline_clean` and `headroom_shown` are evaluated whenever their data is in the pack; a lab
+//! that requires one turns missing data into a failure. Any failed precondition, or no judged
+//! data at all, makes the verdict `invalid`: the experiment did not test what it claims to.
 
 use std::collections::BTreeSet;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::events::Event;
 use crate::lab::LabFile;
 use crate::model::Acc;
-use crate::rule::{BucketRow, Rule, Streak};
+use crate::rule::{BucketRow, Rule, RunSummary, Streak};
+use crate::runs::RunsFile;
 use crate::ts::iso_s;
 
-/// Default staircase headroom factor: p50(step 2) / p50(step 1) must stay at or below it.
-pub const DEFAULT_HEADROOM_FACTOR: f64 = 2.0;
+/// Default headroom factor (the original lab's): p50 at the lab's rate must be at least this
+/// many times p50 at the staircase step below it.
+pub const DEFAULT_HEADROOM_FACTOR: f64 = 5.0;
+
+/// What the gates read.
+pub struct Ctx<'a> {
+    pub acc: &'a Acc,
+    pub lab: &'a LabFile,
+    pub rule: &'a Rule,
+    pub q2: &'a [BucketRow],
+    pub q2_name: &'a str,
+    /// `runs.json`, or why there is none.
+    pub runs: Result<&'a RunsFile, &'a str>,
+    /// Q1's per-run summaries (with the bucket/req cross-check).
+    pub summaries: &'a [RunSummary],
+    /// Every fired event of `runs.json`, evaluated.
+    pub events: &'a [Event],
+}
+
+impl Ctx<'_> {
+    /// The precondition gates, in report order.
+    fn preconditions(&self) -> Vec<Gate> {
+        vec![
+            data_complete_gate(self.acc, self.summaries, self.runs),
+            baseline_gate(self.lab, self.rule, self.q2, self.q2_name),
+            headroom_gate(self.acc, self.lab, self.runs.ok()),
+            perturbations_gate(self.events, self.lab, self.runs),
+        ]
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -81,14 +121,8 @@ pub struct Verdict {
 }
 
 /// Evaluates every gate and the verdict.
-pub fn decide(
-    acc: &Acc,
-    lab: &LabFile,
-    rule: &Rule,
-    q2: &[BucketRow],
-    q2_name: &str,
-    streaks: &[Streak],
-) -> (Vec<Gate>, Verdict) {
+pub fn decide(ctx: &Ctx, streaks: &[Streak]) -> (Vec<Gate>, Verdict) {
+    let (lab, rule, q2, q2_name) = (ctx.lab, ctx.rule, ctx.q2, ctx.q2_name);
     let mut gates = Vec::new();
     let judged: Vec<(usize, &BucketRow)> = q2
         .iter()
@@ -181,9 +215,7 @@ pub fn decide(
         });
     }
 
-    gates.push(baseline_gate(lab, rule, q2, q2_name));
-    gates.push(headroom_gate(acc, lab));
-    gates.push(perturbations_gate(acc, lab, rule, q2));
+    gates.extend(ctx.preconditions());
 
     let falsified = streaks.iter().any(|s| s.judged);
     let failed: Vec<String> = gates
@@ -284,15 +316,135 @@ fn baseline_gate(lab: &LabFile, rule: &Rule, q2: &[BucketRow], q2_name: &str) ->
     }
 }
 
-fn headroom_gate(acc: &Acc, lab: &LabFile) -> Gate {
+/// One staircase run matched against the lab's load rate.
+#[derive(Clone, Debug)]
+pub struct Staircase {
+    pub run_id: String,
+    /// The load the run belongs to (from runs.json; `None`: the lab's only load).
+    pub load: Option<String>,
+    /// The lab's rate for that load.
+    pub rate: Option<f64>,
+    /// Every step's (target rate, p50).
+    pub steps: Vec<(f64, Option<f64>)>,
+    /// The step at the lab's rate and the step just below it: (rate, p50).
+    pub at: Option<(f64, f64)>,
+    pub below: Option<(f64, f64)>,
+    /// p50(at) / p50(below).
+    pub ratio: Option<f64>,
+    /// Why the ratio could not be computed.
+    pub problem: Option<String>,
+}
+
+fn same_rate(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+}
+
+fn rates_text(v: &[(f64, Option<f64>)]) -> String {
+    v.iter()
+        .map(|(r, _)| format!("{r}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every run with `step` lines, matched by rate: the step whose target rate is the lab's load
+/// rate, and the step with the highest rate below it.
+pub fn staircases(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Vec<Staircase> {
+    let ids: BTreeSet<String> = acc
+        .steps
+        .iter()
+        .map(|s| s.run_id.clone().unwrap_or_default())
+        .collect();
+    let mut out = Vec::new();
+    for run in ids {
+        let mut steps: Vec<(f64, Option<f64>)> = acc
+            .steps
+            .iter()
+            .filter(|s| s.run_id.clone().unwrap_or_default() == run)
+            .map(|s| (s.target_rps, s.p50_ms))
+            .collect();
+        steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let load = runs.and_then(|r| {
+            r.steps
+                .iter()
+                .flat_map(|s| s.runs.iter())
+                .find(|x| x.run_id == run)
+                .map(|x| x.load.clone())
+        });
+        let rate = match &load {
+            Some(l) => lab.load_rate(Some(l)),
+            None => lab.load_rate(None),
+        };
+        let mut st = Staircase {
+            run_id: run.clone(),
+            load: load.clone(),
+            rate,
+            steps: steps.clone(),
+            at: None,
+            below: None,
+            ratio: None,
+            problem: None,
+        };
+        let Some(rate) = rate else {
+            st.problem = Some(match &load {
+                Some(l) => format!("the lab file gives load {l:?} of run {run} no rate"),
+                None if lab.load.len() > 1 => format!(
+                    "run {run} is in no step of runs.json, so which of the lab's {} loads' rate applies is unknown",
+                    lab.load.len()
+                ),
+                None => format!(
+                    "the lab file gives no load rate to compare the staircase of run {run} with"
+                ),
+            });
+            out.push(st);
+            continue;
+        };
+        let at = steps.iter().find(|(r, _)| same_rate(*r, rate));
+        let below = steps
+            .iter()
+            .filter(|(r, _)| *r < rate && !same_rate(*r, rate))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let mut problems = Vec::new();
+        match at {
+            None => problems.push(format!(
+                "the staircase of run {run} has no step at the lab's rate {rate} RPS (steps: {})",
+                rates_text(&steps)
+            )),
+            Some((r, None)) => problems.push(format!(
+                "the step at {r} RPS of run {run} has no p50 (no request completed)"
+            )),
+            Some((r, Some(p))) => st.at = Some((*r, *p)),
+        }
+        match below {
+            None => problems.push(format!(
+                "the staircase of run {run} has no step below the lab's rate {rate} RPS (steps: {})",
+                rates_text(&steps)
+            )),
+            Some((r, None)) => problems.push(format!(
+                "the step at {r} RPS of run {run} has no p50 (no request completed)"
+            )),
+            Some((r, Some(p))) if *p <= 0.0 => {
+                problems.push(format!("the step at {r} RPS of run {run} has a p50 of {p} ms"))
+            }
+            Some((r, Some(p))) => st.below = Some((*r, *p)),
+        }
+        if let (Some(a), Some(b)) = (st.at, st.below) {
+            st.ratio = Some(a.1 / b.1);
+        }
+        st.problem = (!problems.is_empty()).then(|| problems.join("; "));
+        out.push(st);
+    }
+    out
+}
+
+fn headroom_gate(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Gate {
     let required = lab.preconditions.headroom;
     let factor = lab
         .preconditions
         .headroom_factor
         .unwrap_or(DEFAULT_HEADROOM_FACTOR);
-    let ratio = headroom_ratio(acc);
-    match ratio {
-        None => Gate {
+    let stairs = staircases(acc, lab, runs);
+    if stairs.is_empty() {
+        return Gate {
             name: "headroom_shown".into(),
             kind: "precondition",
             required,
@@ -301,157 +453,269 @@ fn headroom_gate(acc: &Acc, lab: &LabFile) -> Gate {
             } else {
                 Status::NotEvaluated
             },
-            detail: "no staircase (step lines with p50 for steps 1 and 2) in the inputs".into(),
+            detail: "no staircase (step lines) in the inputs".into(),
             numbers: json!({"factor": factor}),
             rows: Vec::new(),
-        },
-        Some((run, r)) => Gate {
-            name: "headroom_shown".into(),
-            kind: "precondition",
-            required,
-            status: if r <= factor {
-                Status::Pass
+        };
+    }
+    let mut fails = Vec::new();
+    let mut parts = Vec::new();
+    let mut per_run = Vec::new();
+    for st in &stairs {
+        per_run.push(json!({
+            "run_id": st.run_id, "load": st.load,
+            "rate": st.at.map(|a| a.0).or(st.rate), "p50_ms": st.at.map(|a| a.1),
+            "below_rate": st.below.map(|b| b.0), "below_p50_ms": st.below.map(|b| b.1),
+            "ratio": st.ratio.map(round3), "problem": st.problem,
+        }));
+        if let Some(p) = &st.problem {
+            fails.push(p.clone());
+            continue;
+        }
+        if let (Some(a), Some(b), Some(r)) = (st.at, st.below, st.ratio) {
+            let text = format!(
+                "p50({} RPS) / p50({} RPS) = {:.3} / {:.3} ms = {:.3} (must be >= {factor}) in {}",
+                a.0, b.0, a.1, b.1, r, st.run_id
+            );
+            if r >= factor {
+                parts.push(text);
             } else {
-                Status::Fail
-            },
-            detail: format!("p50(step 2) / p50(step 1) = {r:.3} (must be <= {factor}) in {run}"),
-            numbers: json!({"ratio": round3(r), "factor": factor, "run_id": run}),
-            rows: vec!["preflight-headroom".into()],
-        },
-    }
-}
-
-/// The staircase p50 ratio of the first run with steps 1 and 2 (from `step` lines).
-pub fn headroom_ratio(acc: &Acc) -> Option<(String, f64)> {
-    let mut runs: BTreeSet<String> = BTreeSet::new();
-    for s in &acc.steps {
-        runs.insert(s.run_id.clone().unwrap_or_default());
-    }
-    for run in runs {
-        let p = |n: u32| {
-            acc.steps
-                .iter()
-                .find(|s| s.run_id.clone().unwrap_or_default() == run && s.step == n)
-                .and_then(|s| s.p50_ms)
-        };
-        if let (Some(a), Some(b)) = (p(1), p(2))
-            && a > 0.0
-        {
-            return Some((run, b / a));
+                fails.push(text);
+            }
         }
     }
-    None
-}
-
-fn perturbations_gate(acc: &Acc, lab: &LabFile, rule: &Rule, q2: &[BucketRow]) -> Gate {
-    let required = lab.preconditions.perturbations_observed;
-    let scheduled: BTreeSet<String> = acc
-        .runs
-        .iter()
-        .filter(|r| rule.judges(&lab.phase_of(&r.run_id)))
-        .flat_map(|r| r.perturbation_ids.iter().cloned())
-        .filter(|p| !p.is_empty() && p != "none")
-        .collect();
-    let _ = q2;
-    let sampler_present = !acc.rev_samples.is_empty() || !acc.markers.is_empty();
-    if !sampler_present && !required {
-        return Gate {
-            name: "perturbations_observed".into(),
-            kind: "precondition",
-            required,
-            status: Status::NotEvaluated,
-            detail: "no sampler timeline in the inputs".into(),
-            numbers: json!({"scheduled": scheduled.len()}),
-            rows: Vec::new(),
-        };
-    }
-    let mut missing = Vec::new();
-    let mut rows = Vec::new();
-    for p in &scheduled {
-        let in_sampler = acc
-            .rev_samples
-            .iter()
-            .any(|s| s.perturbation_id.as_deref() == Some(p))
-            || acc
-                .markers
-                .iter()
-                .any(|m| m.perturbation_id.as_deref() == Some(p));
-        let span = perturbation_span(acc, p);
-        let in_system = span.is_some_and(|(a, b)| {
-            acc.system
-                .iter()
-                .any(|e| e.ts_ms >= a - 30_000 && e.ts_ms <= b + 30_000)
-        });
-        if !in_sampler {
-            missing.push(format!("{p}: not in the sampler timeline"));
-        } else if !in_system {
-            missing.push(format!("{p}: no system event within its window (±30 s)"));
-        } else {
-            rows.push(format!("q3-revision-timeline:{p}"));
-        }
-    }
-    let expected = lab.preconditions.expected_perturbations;
-    if let Some(n) = expected
-        && (scheduled.len() as u32) < n
-    {
-        missing.push(format!(
-            "{} perturbation id(s) in the load data, {n} expected",
-            scheduled.len()
-        ));
+    let mut numbers = per_run.first().cloned().unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut numbers {
+        m.insert("factor".into(), json!(factor));
+        m.insert("runs".into(), json!(per_run));
     }
     Gate {
-        name: "perturbations_observed".into(),
+        name: "headroom_shown".into(),
         kind: "precondition",
         required,
-        status: if missing.is_empty() {
+        status: if fails.is_empty() {
             Status::Pass
         } else {
             Status::Fail
         },
-        detail: if missing.is_empty() {
-            format!(
-                "{} perturbation(s), each in the sampler timeline and the system events",
-                scheduled.len()
-            )
+        detail: if fails.is_empty() {
+            parts.join("; ")
         } else {
-            missing.join("; ")
+            fails.join("; ")
         },
-        numbers: json!({"scheduled": scheduled.len(), "expected": expected, "missing": missing.len()}),
-        rows,
+        numbers,
+        rows: vec!["preflight-headroom".into()],
     }
 }
 
-/// The time span of a perturbation: its markers, else its revision samples.
-pub fn perturbation_span(acc: &Acc, p: &str) -> Option<(i64, i64)> {
-    let ts: Vec<i64> = acc
-        .markers
+fn perturbations_gate(events: &[Event], lab: &LabFile, runs: Result<&RunsFile, &str>) -> Gate {
+    let required = lab.preconditions.perturbations_observed;
+    let observed = events.iter().filter(|e| e.summary.observed).count();
+    let entries: Vec<Value> = events.iter().map(Event::to_json).collect();
+    let rows: Vec<String> = events
         .iter()
-        .filter(|m| m.perturbation_id.as_deref() == Some(p))
-        .map(|m| m.ts.epoch_ms())
+        .filter_map(|e| e.summary.perturbation_id.as_ref())
+        .map(|p| format!("q3-revision-timeline:{p}"))
         .collect();
-    let ts = if ts.is_empty() {
-        acc.rev_samples
-            .iter()
-            .filter(|s| s.perturbation_id.as_deref() == Some(p))
-            .map(|s| s.ts.epoch_ms())
-            .collect()
-    } else {
-        ts
+    let expected_total = lab.preconditions.expected_perturbations;
+    let mk = |status, detail: String, missing: usize| Gate {
+        name: "perturbations_observed".into(),
+        kind: "precondition",
+        required,
+        status,
+        detail,
+        numbers: json!({"scheduled": events.len(), "observed": observed,
+                        "expected": expected_total, "missing": missing, "events": entries}),
+        rows: rows.clone(),
     };
-    Some((*ts.iter().min()?, *ts.iter().max()?))
+    if !required {
+        return mk(
+            Status::NotEvaluated,
+            format!(
+                "not required by the lab; {observed} of {} fired event(s) observed",
+                events.len()
+            ),
+            0,
+        );
+    }
+    let runs = match runs {
+        Ok(r) => r,
+        Err(why) => {
+            return mk(
+                Status::Fail,
+                format!("no runs.json ({why}): the scheduled events are unknown"),
+                0,
+            );
+        }
+    };
+    let mut missing: Vec<String> = Vec::new();
+    for s in lab.steps.iter().filter(|s| s.action.is_some()) {
+        let Some(want) = s.events else { continue };
+        match runs.step(&s.name) {
+            None => missing.push(format!("step {} is not in runs.json", s.name)),
+            Some(rec) => {
+                let fired = events.iter().filter(|e| e.summary.step == s.name).count();
+                if (fired as u32) < want {
+                    missing.push(format!(
+                        "step {}: {fired} of {want} scheduled event(s) fired",
+                        rec.name
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(n) = expected_total
+        && (events.len() as u32) < n
+    {
+        missing.push(format!("{} event(s) fired, {n} expected", events.len()));
+    }
+    if events.is_empty() {
+        missing.push("no perturbation event in runs.json".into());
+    }
+    for e in events.iter().filter(|e| !e.summary.observed) {
+        missing.push(format!(
+            "{} event {} ({}, {}): {}",
+            e.summary.step,
+            e.summary.event,
+            e.summary.kind,
+            e.summary.perturbation_id.as_deref().unwrap_or("no id"),
+            e.summary.problem.as_deref().unwrap_or("not observed")
+        ));
+    }
+    if missing.is_empty() {
+        let list: Vec<String> = events
+            .iter()
+            .map(|e| {
+                let s = &e.summary;
+                let what = match (&s.new_revision, s.transition_s) {
+                    (Some(r), Some(t)) => format!("{r} in {t:.1} s"),
+                    (None, Some(t)) => format!("replicas replaced in {t:.1} s"),
+                    (Some(r), None) => r.clone(),
+                    (None, None) => "performed".to_owned(),
+                };
+                format!("{} #{} {}: {what}", s.step, s.event, s.kind)
+            })
+            .collect();
+        mk(
+            Status::Pass,
+            format!(
+                "{} event(s) fired, each observed ({})",
+                events.len(),
+                list.join("; ")
+            ),
+            0,
+        )
+    } else {
+        let n = missing.len();
+        mk(Status::Fail, missing.join("; "), n)
+    }
+}
+
+/// `data_complete`: the pack holds every line its sources say exist.
+pub fn data_complete_gate(
+    acc: &Acc,
+    summaries: &[RunSummary],
+    runs: Result<&RunsFile, &str>,
+) -> Gate {
+    let mut problems = Vec::new();
+    let mut checks = Vec::new();
+    for r in summaries {
+        let Some(c) = &r.cross_check else { continue };
+        checks.push(
+            json!({"run_id": r.run_id, "scenario": r.scenario, "compared": c.compared,
+                           "bucket": c.bucket, "req": c.req, "gap": c.gap,
+                           "resolution": c.resolution, "source": r.source}),
+        );
+        if c.exceeds() {
+            problems.push(format!(
+                "{}/{}: bucket lines count {} {}, req lines {} (gap {} > the rule's resolution {})",
+                r.run_id, r.scenario, c.bucket, c.compared, c.req, c.gap, c.resolution
+            ));
+        }
+    }
+    let mut cut = Vec::new();
+    for s in &acc.summaries {
+        let aborted = s.errors.get("aborted").copied().unwrap_or(0);
+        let run = s.run_id.as_deref().unwrap_or("unknown");
+        if s.interrupted || aborted > 0 {
+            cut.push(json!({"run_id": run, "scenario": s.scenario,
+                            "interrupted": s.interrupted, "aborted": aborted}));
+        }
+        if s.interrupted {
+            problems.push(format!(
+                "{run}/{}: the loadgen summary says the run was interrupted",
+                s.scenario
+            ));
+        }
+        if aborted > 0 {
+            problems.push(format!(
+                "{run}/{}: the loadgen summary counts {aborted} aborted request(s) (cut off at the end, never answered)",
+                s.scenario
+            ));
+        }
+    }
+    let mut failures = Vec::new();
+    let runs_note = match runs {
+        Ok(rf) => {
+            for f in &rf.log_write_failures {
+                failures.push(json!({"file": f.file, "error": f.error,
+                                     "first_failed_ts": f.first_failed_ts, "rows_lost": f.rows_lost}));
+                problems.push(format!(
+                    "runs.json: writing {} failed from {} ({} row(s) lost): {}",
+                    f.file, f.first_failed_ts, f.rows_lost, f.error
+                ));
+            }
+            "runs.json read"
+        }
+        Err(_) => "no runs.json: log write failures not checked",
+    };
+    Gate {
+        name: "data_complete".into(),
+        kind: "precondition",
+        required: true,
+        status: if problems.is_empty() {
+            Status::Pass
+        } else {
+            Status::Fail
+        },
+        detail: if problems.is_empty() {
+            let gaps: Vec<String> = checks
+                .iter()
+                .filter(|c| c["gap"].as_u64().unwrap_or(0) > 0)
+                .map(|c| {
+                    format!(
+                        "{}/{} gap {} <= {}",
+                        c["run_id"].as_str().unwrap_or(""),
+                        c["scenario"].as_str().unwrap_or(""),
+                        c["gap"],
+                        c["resolution"]
+                    )
+                })
+                .collect();
+            format!(
+                "{} run(s) with both bucket and req lines{}; {} loadgen summar(y/ies), none interrupted or aborted; {runs_note}, no log write failure",
+                checks.len(),
+                if gaps.is_empty() {
+                    ", all agreeing".to_owned()
+                } else {
+                    format!(" (within the rule's resolution: {})", gaps.join(", "))
+                },
+                acc.summaries.len()
+            )
+        } else {
+            problems.join("; ")
+        },
+        numbers: json!({"cross_checks": checks, "summaries_cut": cut,
+                        "log_write_failures": failures, "runs_json": runs.is_ok()}),
+        rows: vec!["q1-per-run-summary".into()],
+    }
 }
 
 /// The gates and verdict of an observation lab: its `[[checks]]` (already evaluated) and the
 /// preconditions the lab requires. `invalid` when a required precondition failed or a check
 /// could not be evaluated (or there is none), else `falsified` when a check failed, else `held`.
-pub fn decide_observation(
-    acc: &Acc,
-    lab: &LabFile,
-    rule: &Rule,
-    q2: &[BucketRow],
-    q2_name: &str,
-    checks: Vec<Gate>,
-) -> (Vec<Gate>, Verdict) {
+pub fn decide_observation(ctx: &Ctx, checks: Vec<Gate>) -> (Vec<Gate>, Verdict) {
+    let (lab, rule, q2, q2_name) = (ctx.lab, ctx.rule, ctx.q2, ctx.q2_name);
     let mut gates = vec![Gate {
         name: "checks_present".into(),
         kind: "data",
@@ -477,9 +741,7 @@ pub fn decide_observation(
         .collect();
     let n_checks = checks.len();
     gates.extend(checks);
-    gates.push(baseline_gate(lab, rule, q2, q2_name));
-    gates.push(headroom_gate(acc, lab));
-    gates.push(perturbations_gate(acc, lab, rule, q2));
+    gates.extend(ctx.preconditions());
     let failed: Vec<String> = gates
         .iter()
         .filter(|g| g.kind != "check" && g.status == Status::Fail)

@@ -73,3 +73,27 @@ fn qc_export_of_the_june_20_rerun() {
     assert_eq!(q6.get(0, "requests").unwrap(), 47_506);
     assert_eq!(q6.get(1, "requests").unwrap(), 149_699);
 }
+
+#[test]
+fn azures_recorded_rollouts_stop_old_replicas_without_a_restart() {
+    // 15 rollouts and a revision restart: every old replica ends with
+    // "... exit code '' and reason 'ManuallyStopped'", which is not a container restart.
+    let a = run("q7-system-events-timeline-20260613055431.json");
+    assert_eq!(a.stats().unparseable, 0);
+    let kinds = analysis::timeline::terminations(&a.acc.system);
+    assert_eq!(kinds.len(), 48);
+    assert!(
+        kinds
+            .values()
+            .all(|k| k.label() == "ManuallyStopped" && !k.is_restart()),
+        "{kinds:?}"
+    );
+    assert_eq!(a.table("restart-cadence").unwrap().rows.len(), 0);
+    let started = a
+        .acc
+        .system
+        .iter()
+        .filter(|e| e.reason == "ContainerStarted")
+        .count();
+    assert_eq!(started, 51);
+}

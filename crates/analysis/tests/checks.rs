@@ -440,3 +440,120 @@ fn every_catalogue_check_kind_is_evaluated() {
     }
     assert!(observation >= 4, "{observation} observation labs");
 }
+
+#[test]
+fn restarts_are_counted_by_reason() {
+    // Azure's rows: every old replica of a rollout is `ManuallyStopped`, and a probe kill is
+    // followed by an `exit code '137'` row of the same replica.
+    let (_t, dir) = pack(
+        r#"
+[[checks]]
+name = "ro never restarted"
+kind = "restart_count_at_most"
+app = "ro"
+max = 0
+
+[[checks]]
+name = "rl restarts"
+kind = "restart_count_at_least"
+app = "rl"
+min = 3
+
+[[checks]]
+name = "rl at most 3"
+kind = "restart_count_at_most"
+app = "rl"
+max = 3
+
+[[checks]]
+name = "crash counts"
+kind = "restart_count_at_least"
+app = "single"
+min = 2
+"#,
+        true,
+    );
+    let row = |s: &str, app: &str, msg: &str| {
+        serde_json::json!({"TimeGenerated": format!("2026-07-01T10:{s}.000Z"),
+            "ContainerAppName_s": app, "RevisionName_s": format!("{app}--r1"),
+            "ReplicaName_s": format!("{app}--r1-a"), "Reason_s": "ContainerTerminated",
+            "Log_s": msg, "Type_s": "Warning", "EventSource_s": "ContainerAppController"})
+        .to_string()
+    };
+    let stopped =
+        "Container 'subject' was terminated with exit code '' and reason 'ManuallyStopped'";
+    let extra = [
+        row("01:30", "ro", stopped),
+        row("01:31", "ro", stopped),
+        // right after rl's probe kill at 10:01:36, no ContainerStarted between
+        row(
+            "01:37",
+            "rl",
+            "Container 'subject' was terminated with exit code '137'",
+        ),
+        // single: a crash after its probe kill at 10:04:40 and a restart
+        row(
+            "04:50",
+            "single",
+            "Container 'subject' was terminated with exit code '0'",
+        ),
+    ];
+    let started = serde_json::json!({"TimeGenerated": "2026-07-01T10:04:45.000Z",
+        "ContainerAppName_s": "single", "RevisionName_s": "single--r1",
+        "ReplicaName_s": "single--r1-a", "Reason_s": "ContainerStarted",
+        "Log_s": "Started container 'subject'", "Type_s": "Normal"})
+    .to_string();
+    let crash = row(
+        "05:10",
+        "single",
+        "Container 'subject' was terminated with exit code '1'",
+    );
+    let p = dir.join("logs/ContainerAppSystemLogs_CL.ndjson");
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    for l in extra.iter().chain([&started, &crash]) {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(&p, text).unwrap();
+    let a = analyse(&dir);
+    assert_statuses(
+        &a,
+        &[
+            ("ro never restarted", Status::Pass),
+            ("rl restarts", Status::Pass),
+            ("rl at most 3", Status::Pass),
+            ("crash counts", Status::Pass),
+        ],
+    );
+    let g = gate(&a, "ro never restarted");
+    assert_eq!(g.numbers["restarts"], 0);
+    assert_eq!(g.numbers["not_counted"]["ManuallyStopped"], 2);
+    assert!(
+        g.detail.contains("not counted: ManuallyStopped ×2"),
+        "{}",
+        g.detail
+    );
+    let g = gate(&a, "rl at most 3");
+    assert_eq!(g.numbers["restarts"], 3, "{}", g.detail);
+    assert_eq!(g.numbers["not_counted"]["exit 137 after probe kill"], 1);
+    assert!(
+        g.detail.contains(
+            "ContainerTerminated rows with reason 'ProbeFailure' or a non-zero exit code"
+        ),
+        "{}",
+        g.detail
+    );
+    let g = gate(&a, "crash counts");
+    assert_eq!(g.numbers["by_reason"]["ProbeFailure"], 1);
+    assert_eq!(g.numbers["by_reason"]["exit 1"], 1);
+    assert_eq!(g.numbers["not_counted"]["exit 0"], 1);
+
+    // A wording that names neither a reason nor an exit code cannot be counted.
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    text.push_str(&row("02:00", "ro", "Container 'subject' went away"));
+    text.push('\n');
+    std::fs::write(&p, text).unwrap();
+    let a = analyse(&dir);
+    assert_eq!(gate(&a, "ro never restarted").status, Status::NotEvaluated);
+    assert_eq!(a.verdict.verdict, Outcome::Invalid);
+}

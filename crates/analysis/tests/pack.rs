@@ -12,6 +12,7 @@ fn copy_pack() -> (tempfile::TempDir, PathBuf) {
     let dst = dir.path().join("pack");
     std::fs::create_dir_all(dst.join("logs")).unwrap();
     std::fs::copy(src.join("lab.toml"), dst.join("lab.toml")).unwrap();
+    std::fs::copy(src.join("runs.json"), dst.join("runs.json")).unwrap();
     for e in std::fs::read_dir(src.join("logs")).unwrap() {
         let e = e.unwrap();
         std::fs::copy(e.path(), dst.join("logs").join(e.file_name())).unwrap();
