@@ -16,7 +16,8 @@ use super::scan::{self, Stop, Val};
 use crate::model::{Acc, Loc, bump};
 use crate::ts::parse_ms;
 
-/// Buffers one reader reuses for every record (unescaped `Log_s`, unescaped logfmt `msg`).
+/// Buffers one reader reuses for every record (`Log_s` unescaped by the scan, the unescaped
+/// logfmt `msg`).
 #[derive(Default)]
 pub(crate) struct Scratch {
     log: Vec<u8>,
@@ -126,7 +127,8 @@ pub(crate) fn outer_line(acc: &mut Acc, sc: &mut Scratch, raw: &[u8], loc: &Loc)
 /// printed directly.
 pub(crate) fn json_record(acc: &mut Acc, sc: &mut Scratch, s: &str, loc: &Loc) {
     let mut f = Fields::default();
-    if scan::object(s.as_bytes(), 0, |k, v| f.take(k, v)).is_err() || !record(acc, sc, s, &f, loc) {
+    let scanned = scan::object_into(s.as_bytes(), 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v));
+    if scanned.is_err() || !record(acc, sc, s, &f, loc) {
         json_slow(acc, s, loc, true);
     }
 }
@@ -143,7 +145,7 @@ pub(crate) enum Row {
 /// paths take it; `Err` when the scanner declines it or it is cut off.
 pub(crate) fn row_at(acc: &mut Acc, sc: &mut Scratch, b: &[u8], loc: &Loc) -> Result<Row, Stop> {
     let mut f = Fields::default();
-    let end = scan::object(b, 0, |k, v| f.take(k, v))?;
+    let end = scan::object_into(b, 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v))?;
     let Ok(s) = std::str::from_utf8(&b[..end]) else {
         return Ok(Row::Slow);
     };
@@ -164,7 +166,8 @@ pub(crate) fn api_row_at(
 ) -> Result<Row, Stop> {
     let mut f = Fields::default();
     let mut extra = false;
-    let end = scan::array(b, 0, |i, v| match cols.get(i) {
+    let log = cols.iter().position(|c| c == "Log_s");
+    let end = scan::array_into(b, 0, log, &mut sc.log, |i, v| match cols.get(i) {
         Some(k) => f.take(k.as_bytes(), v),
         None => extra = true,
     })?;
@@ -193,11 +196,9 @@ fn record(acc: &mut Acc, sc: &mut Scratch, s: &str, f: &Fields<'_>, loc: &Loc) -
                 acc.stats.kind("console-row");
                 inner_line_with(acc, &mut sc.msg, text, loc);
             }
-            Val::Str(b, true) => {
+            Val::Str(_, true) => {
+                // Unescaped into `sc.log` by the scan.
                 let Scratch { log, msg } = sc;
-                if !scan::unescape(b, log) {
-                    return false;
-                }
                 let Ok(text) = std::str::from_utf8(log) else {
                     return false;
                 };

@@ -29,9 +29,9 @@ pub(crate) fn msg_into(s: &[u8], out: &mut Vec<u8>) -> Option<()> {
     out.clear();
     let mut i = q + 1;
     loop {
-        let k = memchr::memchr2(b'"', b'\\', &s[i..])?;
-        out.extend_from_slice(&s[i..i + k]);
-        i += k;
+        let k = super::scan::find_quote_or_escape(s, i)?;
+        out.extend_from_slice(&s[i..k]);
+        i = k;
         if s[i] == b'"' {
             return Some(());
         }

@@ -32,6 +32,20 @@ fn ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The index of the next `"` or `\\` at or after `from`. Strings between escapes are short in
+/// the lines we read (a key, a value), where a plain loop beats a vector search's set-up; the
+/// rest of a long run goes to `memchr2`.
+#[inline]
+pub(crate) fn find_quote_or_escape(b: &[u8], from: usize) -> Option<usize> {
+    let near = (from + 16).min(b.len());
+    for (k, &c) in b[from..near].iter().enumerate() {
+        if c == b'"' || c == b'\\' {
+            return Some(from + k);
+        }
+    }
+    memchr::memchr2(b'"', b'\\', &b[near..]).map(|k| near + k)
+}
+
 /// At an opening quote: the string's raw bytes, whether it holds escapes, and the index after
 /// the closing quote.
 #[inline]
@@ -40,10 +54,9 @@ fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop> {
     let mut j = start;
     let mut escaped = false;
     loop {
-        let Some(k) = memchr::memchr2(b'"', b'\\', &b[j..]) else {
+        let Some(at) = find_quote_or_escape(b, j) else {
             return Err(Stop::Incomplete);
         };
-        let at = j + k;
         if b[at] == b'"' {
             return Ok((&b[start..at], escaped, at + 1));
         }
@@ -52,6 +65,80 @@ fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop> {
             return Err(Stop::Incomplete);
         }
         j = at + 2;
+    }
+}
+
+/// [`string`] that also writes the unescaped value into `out` (cleared first), in the same
+/// pass. An invalid escape or a lone surrogate declines (serde then reports it).
+fn string_into<'a>(
+    b: &'a [u8],
+    i: usize,
+    out: &mut Vec<u8>,
+) -> Result<(&'a [u8], bool, usize), Stop> {
+    out.clear();
+    let start = i + 1;
+    let mut seg = start;
+    let mut escaped = false;
+    loop {
+        let Some(at) = find_quote_or_escape(b, seg) else {
+            return Err(Stop::Incomplete);
+        };
+        out.extend_from_slice(&b[seg..at]);
+        if b[at] == b'"' {
+            return Ok((&b[start..at], escaped, at + 1));
+        }
+        escaped = true;
+        let Some(&e) = b.get(at + 1) else {
+            return Err(Stop::Incomplete);
+        };
+        seg = at + 2;
+        let c = match e {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'r' => b'\r',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'u' => {
+                // A cut escape (or surrogate pair) may be completed by more bytes.
+                let Some((ch, used)) = unicode_escape(b, seg) else {
+                    return Err(if b.len() < seg + 10 {
+                        Stop::Incomplete
+                    } else {
+                        Stop::Declined
+                    });
+                };
+                let mut tmp = [0u8; 4];
+                out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+                seg += used;
+                continue;
+            }
+            _ => return Err(Stop::Declined),
+        };
+        out.push(c);
+    }
+}
+
+/// The character of `\\uXXXX` (or a `\\uXXXX\\uXXXX` surrogate pair) whose hex digits start
+/// at `i`, and how many bytes it used after the `u`.
+fn unicode_escape(b: &[u8], i: usize) -> Option<(char, usize)> {
+    let hi = hex4(b, i)?;
+    if (0xD800..0xDC00).contains(&hi) {
+        if b.get(i + 4) != Some(&b'\\') || b.get(i + 5) != Some(&b'u') {
+            return None;
+        }
+        let lo = hex4(b, i + 6)?;
+        if !(0xDC00..0xE000).contains(&lo) {
+            return None;
+        }
+        Some((
+            char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?,
+            10,
+        ))
+    } else {
+        Some((char::from_u32(hi)?, 4))
     }
 }
 
@@ -100,6 +187,18 @@ fn scalar(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
 pub(crate) fn object<'a>(
     b: &'a [u8],
     i: usize,
+    f: impl FnMut(&'a [u8], Val<'a>),
+) -> Result<usize, Stop> {
+    object_into(b, i, b"", &mut Vec::new(), f)
+}
+
+/// [`object`] that also unescapes the string value of `key` into `out` as it scans it (for a
+/// console row's `Log_s`: one pass instead of two).
+pub(crate) fn object_into<'a>(
+    b: &'a [u8],
+    i: usize,
+    key: &[u8],
+    out: &mut Vec<u8>,
     mut f: impl FnMut(&'a [u8], Val<'a>),
 ) -> Result<usize, Stop> {
     let mut i = ws(b, i);
@@ -120,7 +219,7 @@ pub(crate) fn object<'a>(
             Some(b'"') => {}
             Some(_) => return Err(Stop::Declined),
         }
-        let (key, esc, j) = string(b, i)?;
+        let (k, esc, j) = string(b, i)?;
         if esc {
             return Err(Stop::Declined);
         }
@@ -131,8 +230,13 @@ pub(crate) fn object<'a>(
             Some(_) => return Err(Stop::Declined),
         }
         i = ws(b, i + 1);
-        let (v, j) = scalar(b, i)?;
-        f(key, v);
+        let (v, j) = if b.get(i) == Some(&b'"') && !key.is_empty() && k == key {
+            let (s, esc, j) = string_into(b, i, out)?;
+            (Val::Str(s, esc), j)
+        } else {
+            scalar(b, i)?
+        };
+        f(k, v);
         i = ws(b, j);
         match b.get(i) {
             None => return Err(Stop::Incomplete),
@@ -143,11 +247,14 @@ pub(crate) fn object<'a>(
     }
 }
 
-/// Walks the flat array starting at `b[i]`, calling `f` with each element's index and value;
-/// returns the index after the closing bracket.
-pub(crate) fn array<'a>(
+/// Walks the flat array starting at `b[i]`, calling `f` with each element's index and value
+/// (the string at index `key`, if any, also unescaped into `out`); returns the index after the
+/// closing bracket.
+pub(crate) fn array_into<'a>(
     b: &'a [u8],
     i: usize,
+    key: Option<usize>,
+    out: &mut Vec<u8>,
     mut f: impl FnMut(usize, Val<'a>),
 ) -> Result<usize, Stop> {
     let mut i = ws(b, i);
@@ -164,7 +271,12 @@ pub(crate) fn array<'a>(
     }
     let mut n = 0;
     loop {
-        let (v, j) = scalar(b, i)?;
+        let (v, j) = if key == Some(n) && b.get(i) == Some(&b'"') {
+            let (s, esc, j) = string_into(b, i, out)?;
+            (Val::Str(s, esc), j)
+        } else {
+            scalar(b, i)?
+        };
         f(n, v);
         n += 1;
         i = ws(b, j);
@@ -177,8 +289,10 @@ pub(crate) fn array<'a>(
     }
 }
 
-/// Unescapes a JSON string's raw bytes into `out` (cleared first). `false` when an escape is
+/// Unescapes a JSON string's raw bytes into `out` (cleared first): the reference the fused scan
+/// ([`object_into`]) is tested against. `false` when an escape is
 /// invalid or encodes a lone surrogate (the caller then lets serde report it).
+#[cfg(test)]
 pub(crate) fn unescape(raw: &[u8], out: &mut Vec<u8>) -> bool {
     out.clear();
     out.reserve(raw.len());
@@ -204,28 +318,10 @@ pub(crate) fn unescape(raw: &[u8], out: &mut Vec<u8>) -> bool {
             b'b' => 0x08,
             b'f' => 0x0c,
             b'u' => {
-                let Some(hi) = hex4(raw, i) else {
+                let Some((ch, used)) = unicode_escape(raw, i) else {
                     return false;
                 };
-                i += 4;
-                let cp = if (0xD800..0xDC00).contains(&hi) {
-                    if raw.get(i) != Some(&b'\\') || raw.get(i + 1) != Some(&b'u') {
-                        return false;
-                    }
-                    let Some(lo) = hex4(raw, i + 2) else {
-                        return false;
-                    };
-                    if !(0xDC00..0xE000).contains(&lo) {
-                        return false;
-                    }
-                    i += 6;
-                    0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
-                } else {
-                    hi
-                };
-                let Some(ch) = char::from_u32(cp) else {
-                    return false;
-                };
+                i += used;
                 let mut tmp = [0u8; 4];
                 out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
                 continue;
@@ -386,7 +482,45 @@ mod tests {
             assert_eq!(std::str::from_utf8(&out).unwrap(), want);
         }
         assert!(!unescape(br"\ud83d alone", &mut out));
+        assert!(!unescape(br"\ud83d\u0041", &mut out));
         assert!(!unescape(br"\x41", &mut out));
+    }
+
+    #[test]
+    fn the_unescaping_scan_agrees_with_unescape_and_with_serde() {
+        let log = r#"{"kind":"req","m":"a\\b \u00e9 \ud83d\ude00","n":1}"#;
+        let row = format!(
+            r#"{{"x": 1, "Log_s": {}, "y": "z"}}"#,
+            serde_json::to_string(log).unwrap()
+        );
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        let end = object_into(row.as_bytes(), 0, b"Log_s", &mut out, |k, v| {
+            seen.push((k, v))
+        })
+        .unwrap();
+        assert_eq!(end, row.len());
+        assert_eq!(std::str::from_utf8(&out).unwrap(), log);
+        assert_eq!(seen.len(), 3);
+        let Val::Str(raw, true) = seen[1].1 else {
+            panic!("{:?}", seen[1])
+        };
+        let mut again = Vec::new();
+        assert!(unescape(raw, &mut again));
+        assert_eq!(again, out);
+        // cut anywhere: incomplete, never a wrong value
+        for cut in 1..row.len() {
+            let r = object_into(&row.as_bytes()[..cut], 0, b"Log_s", &mut out, |_, _| {});
+            assert_eq!(r, Err(Stop::Incomplete), "cut at {cut}");
+        }
+        let arr = format!(r#"[1, {}]"#, serde_json::to_string(log).unwrap());
+        array_into(arr.as_bytes(), 0, Some(1), &mut out, |_, _| {}).unwrap();
+        assert_eq!(std::str::from_utf8(&out).unwrap(), log);
+        let bad = r#"{"Log_s": "\x41"}"#;
+        assert_eq!(
+            object_into(bad.as_bytes(), 0, b"Log_s", &mut out, |_, _| {}),
+            Err(Stop::Declined)
+        );
     }
 
     #[test]
