@@ -1,57 +1,39 @@
-//! Generates a synthetic loadgen run for benchmarks: one `req` line per request at a constant
-//! rate, with a rolling revision change every 10 minutes and a few errors around each.
+//! Generates a synthetic run for benchmarks and tests: one request per line (or row) at a constant
+//! rate, with a rolling revision change every 10 minutes and a few errors around each, written in
+//! one of the shapes the analysis reads. Every shape holds the same requests (same seed), so the
+//! analysis must compute the same Q1/Q2 tables from each.
 //!
-//! `cargo run --release -p analysis --example gen_run -- OUT.ndjson [HOURS] [RPS]`
-//! (default 2 h at 200 RPS: ≈1.44 M lines, ≈250 MB).
+//! `cargo run --release -p analysis --example gen_run -- OUT [HOURS] [RPS] [SHAPE]`
+//! (default 2 h at 200 RPS: 1.44 M requests; SHAPE default `loadgen`).
+//!
+//! Shapes, each as its real producer writes it:
+//! - `loadgen`: our loadgen's `req` lines (labkit's types, every field loadgen prints);
+//! - `client`: another client's `req` lines as Python's `json.dumps` writes a dict (`", "` and
+//!   `": "` separators, its own key order), the original k6 script's field set (`kind, ts, run_id,
+//!   perturbation_id, code, dur_ms, ok, err_msg, revision, replica`: no `scheduled_ts`, no
+//!   `scenario`, no `err_class`);
+//! - `k6`: the original k6 script's lines as k6 prints them (logrus logfmt, `msg` holding the
+//!   `JSON.stringify` output quoted);
+//! - `console`: `ContainerAppConsoleLogs_CL` NDJSON rows as localplane's log sink writes them for a
+//!   job's stdout (`crates/localplane/src/logsink.rs`: serde_json, keys sorted), `Log_s` holding
+//!   the loadgen line;
+//! - `az`: the same rows as `az monitor log-analytics query` prints them (a JSON list, indent 2,
+//!   keys sorted, `TableName` added, every value a string);
+//! - `query-api`: the same rows as the Log Analytics query API answers
+//!   (`{"tables":[{"name","columns","rows"}]}`, compact).
 
 use std::io::{BufWriter, Write};
 
-use labkit::Timestamp;
+#[path = "../tests/support/gen_shapes.rs"]
+mod gen_shapes;
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let out = args.get(1).map_or("run.ndjson", String::as_str);
     let hours: f64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2.0);
     let rps: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
-    let total = (hours * 3600.0) as u64 * rps;
-    let t0: i64 = 1_781_273_900_000; // 2026-06-12T14:18:20Z
+    let shape = args.get(4).map_or("loadgen", String::as_str);
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(out)?);
-    let mut rng: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = || {
-        // xorshift64*: deterministic, no dependency.
-        rng ^= rng >> 12;
-        rng ^= rng << 25;
-        rng ^= rng >> 27;
-        rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    };
-    for i in 0..total {
-        let sched = t0 + (i as i64 * 1000) / rps as i64;
-        let r = next();
-        let dur = 5.0 + (r % 40_000) as f64 / 1000.0 + if r % 97 == 0 { 250.0 } else { 0.0 };
-        let generation = (sched - t0) / 600_000;
-        let since_switch = (sched - t0) % 600_000;
-        // Around each switch, a handful of failures (1 in 2000 requests for 20 s).
-        let failed = since_switch < 20_000 && generation > 0 && r % 2000 == 7;
-        let rev = if since_switch < 15_000 && generation > 0 && r % 2 == 0 {
-            generation - 1
-        } else {
-            generation
-        };
-        let ts = Timestamp::from_epoch_ms(sched + dur as i64).to_rfc3339_ms();
-        let st = Timestamp::from_epoch_ms(sched).to_rfc3339_ms();
-        if failed {
-            writeln!(
-                w,
-                r#"{{"kind":"req","ts":"{ts}","run_id":"perturbation-20260612141800","perturbation_id":"p{generation:02}","scenario":"main","scheduled_ts":"{st}","code":503,"dur_ms":{dur:.3},"ok":false,"err_class":"http_5xx","err_msg":"no healthy upstream","revision":"subject--r{rev:03}","replica":"subject--r{rev:03}-{:x}"}}"#,
-                r % 3
-            )?;
-        } else {
-            writeln!(
-                w,
-                r#"{{"kind":"req","ts":"{ts}","run_id":"perturbation-20260612141800","perturbation_id":"p{generation:02}","scenario":"main","scheduled_ts":"{st}","code":200,"dur_ms":{dur:.3},"ok":true,"revision":"subject--r{rev:03}","replica":"subject--r{rev:03}-{:x}"}}"#,
-                r % 3
-            )?;
-        }
-    }
+    gen_shapes::write(&mut w, hours, rps, 2000, shape)?;
     w.flush()
 }

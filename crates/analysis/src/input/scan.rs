@@ -1,0 +1,552 @@
+//! The field-targeted JSON scanner: walks one flat JSON object (or array) of scalars in any key
+//! order and whitespace, handing out each value as a borrowed slice of the input, without
+//! allocating. Anything it is not sure of (a nested value, an escaped key, a malformed token) makes
+//! it give up, and the caller hands the text to serde; a value cut off by the end of the buffer is
+//! reported apart, so a streaming reader can read more and try again.
+
+/// A scalar value, borrowed from the input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Val<'a> {
+    /// A string's raw bytes between the quotes; `true` when they hold escapes.
+    Str(&'a [u8], bool),
+    /// A number's bytes (validated by the caller when it is used).
+    Num(&'a [u8]),
+    Bool(bool),
+    Null,
+}
+
+/// Why a scan stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The input ended inside the value: more bytes may complete it.
+    Incomplete,
+    /// Not a flat object / array of scalars (or not JSON): let serde decide.
+    Declined,
+}
+
+#[inline]
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+/// The index of the next `"` or `\\` at or after `from`. Strings between escapes are short in
+/// the lines we read (a key, a value), where a plain loop beats a vector search's set-up; the
+/// rest of a long run goes to `memchr2`.
+#[inline]
+pub(crate) fn find_quote_or_escape(b: &[u8], from: usize) -> Option<usize> {
+    let near = (from + 16).min(b.len());
+    for (k, &c) in b[from..near].iter().enumerate() {
+        if c == b'"' || c == b'\\' {
+            return Some(from + k);
+        }
+    }
+    memchr::memchr2(b'"', b'\\', &b[near..]).map(|k| near + k)
+}
+
+/// At an opening quote: the string's raw bytes, whether it holds escapes, and the index after
+/// the closing quote.
+#[inline]
+fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop> {
+    let start = i + 1;
+    let mut j = start;
+    let mut escaped = false;
+    loop {
+        let Some(at) = find_quote_or_escape(b, j) else {
+            return Err(Stop::Incomplete);
+        };
+        if b[at] == b'"' {
+            return Ok((&b[start..at], escaped, at + 1));
+        }
+        escaped = true;
+        if at + 1 >= b.len() {
+            return Err(Stop::Incomplete);
+        }
+        j = at + 2;
+    }
+}
+
+/// [`string`] that also writes the unescaped value into `out` (cleared first), in the same
+/// pass. An invalid escape or a lone surrogate declines (serde then reports it).
+fn string_into<'a>(
+    b: &'a [u8],
+    i: usize,
+    out: &mut Vec<u8>,
+) -> Result<(&'a [u8], bool, usize), Stop> {
+    out.clear();
+    let start = i + 1;
+    let mut seg = start;
+    let mut escaped = false;
+    loop {
+        let Some(at) = find_quote_or_escape(b, seg) else {
+            return Err(Stop::Incomplete);
+        };
+        out.extend_from_slice(&b[seg..at]);
+        if b[at] == b'"' {
+            return Ok((&b[start..at], escaped, at + 1));
+        }
+        escaped = true;
+        let Some(&e) = b.get(at + 1) else {
+            return Err(Stop::Incomplete);
+        };
+        seg = at + 2;
+        let c = match e {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'r' => b'\r',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'u' => {
+                // A cut escape (or surrogate pair) may be completed by more bytes.
+                let Some((ch, used)) = unicode_escape(b, seg) else {
+                    return Err(if b.len() < seg + 10 {
+                        Stop::Incomplete
+                    } else {
+                        Stop::Declined
+                    });
+                };
+                let mut tmp = [0u8; 4];
+                out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+                seg += used;
+                continue;
+            }
+            _ => return Err(Stop::Declined),
+        };
+        out.push(c);
+    }
+}
+
+/// The character of `\\uXXXX` (or a `\\uXXXX\\uXXXX` surrogate pair) whose hex digits start
+/// at `i`, and how many bytes it used after the `u`.
+fn unicode_escape(b: &[u8], i: usize) -> Option<(char, usize)> {
+    let hi = hex4(b, i)?;
+    if (0xD800..0xDC00).contains(&hi) {
+        if b.get(i + 4) != Some(&b'\\') || b.get(i + 5) != Some(&b'u') {
+            return None;
+        }
+        let lo = hex4(b, i + 6)?;
+        if !(0xDC00..0xE000).contains(&lo) {
+            return None;
+        }
+        Some((
+            char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?,
+            10,
+        ))
+    } else {
+        Some((char::from_u32(hi)?, 4))
+    }
+}
+
+/// A scalar at `i` (after whitespace); the value and the index after it.
+#[inline]
+fn scalar(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
+    let lit = |word: &[u8], v: Val<'static>| -> Result<(Val<'static>, usize), Stop> {
+        let end = i + word.len();
+        if b.len() < end {
+            if word.starts_with(&b[i..]) {
+                return Err(Stop::Incomplete);
+            }
+            return Err(Stop::Declined);
+        }
+        if &b[i..end] == word {
+            Ok((v, end))
+        } else {
+            Err(Stop::Declined)
+        }
+    };
+    match b.get(i) {
+        None => Err(Stop::Incomplete),
+        Some(b'"') => {
+            let (s, esc, j) = string(b, i)?;
+            Ok((Val::Str(s, esc), j))
+        }
+        Some(b't') => lit(b"true", Val::Bool(true)),
+        Some(b'f') => lit(b"false", Val::Bool(false)),
+        Some(b'n') => lit(b"null", Val::Null),
+        Some(c) if *c == b'-' || c.is_ascii_digit() => {
+            let mut j = i + 1;
+            while j < b.len() && matches!(b[j], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                j += 1;
+            }
+            if j == b.len() {
+                return Err(Stop::Incomplete);
+            }
+            Ok((Val::Num(&b[i..j]), j))
+        }
+        Some(_) => Err(Stop::Declined),
+    }
+}
+
+/// Walks the flat object starting at `b[i]` (whitespace allowed before it), calling `f` with
+/// each key's raw bytes and value; returns the index after the closing brace.
+pub(crate) fn object<'a>(
+    b: &'a [u8],
+    i: usize,
+    f: impl FnMut(&'a [u8], Val<'a>),
+) -> Result<usize, Stop> {
+    object_into(b, i, b"", &mut Vec::new(), f)
+}
+
+/// [`object`] that also unescapes the string value of `key` into `out` as it scans it (for a
+/// console row's `Log_s`: one pass instead of two).
+pub(crate) fn object_into<'a>(
+    b: &'a [u8],
+    i: usize,
+    key: &[u8],
+    out: &mut Vec<u8>,
+    mut f: impl FnMut(&'a [u8], Val<'a>),
+) -> Result<usize, Stop> {
+    let mut i = ws(b, i);
+    match b.get(i) {
+        None => return Err(Stop::Incomplete),
+        Some(b'{') => i += 1,
+        Some(_) => return Err(Stop::Declined),
+    }
+    i = ws(b, i);
+    match b.get(i) {
+        None => return Err(Stop::Incomplete),
+        Some(b'}') => return Ok(i + 1),
+        Some(_) => {}
+    }
+    loop {
+        match b.get(i) {
+            None => return Err(Stop::Incomplete),
+            Some(b'"') => {}
+            Some(_) => return Err(Stop::Declined),
+        }
+        let (k, esc, j) = string(b, i)?;
+        if esc {
+            return Err(Stop::Declined);
+        }
+        i = ws(b, j);
+        match b.get(i) {
+            None => return Err(Stop::Incomplete),
+            Some(b':') => {}
+            Some(_) => return Err(Stop::Declined),
+        }
+        i = ws(b, i + 1);
+        let (v, j) = if b.get(i) == Some(&b'"') && !key.is_empty() && k == key {
+            let (s, esc, j) = string_into(b, i, out)?;
+            (Val::Str(s, esc), j)
+        } else {
+            scalar(b, i)?
+        };
+        f(k, v);
+        i = ws(b, j);
+        match b.get(i) {
+            None => return Err(Stop::Incomplete),
+            Some(b',') => i = ws(b, i + 1),
+            Some(b'}') => return Ok(i + 1),
+            Some(_) => return Err(Stop::Declined),
+        }
+    }
+}
+
+/// Walks the flat array starting at `b[i]`, calling `f` with each element's index and value
+/// (the string at index `key`, if any, also unescaped into `out`); returns the index after the
+/// closing bracket.
+pub(crate) fn array_into<'a>(
+    b: &'a [u8],
+    i: usize,
+    key: Option<usize>,
+    out: &mut Vec<u8>,
+    mut f: impl FnMut(usize, Val<'a>),
+) -> Result<usize, Stop> {
+    let mut i = ws(b, i);
+    match b.get(i) {
+        None => return Err(Stop::Incomplete),
+        Some(b'[') => i += 1,
+        Some(_) => return Err(Stop::Declined),
+    }
+    i = ws(b, i);
+    match b.get(i) {
+        None => return Err(Stop::Incomplete),
+        Some(b']') => return Ok(i + 1),
+        Some(_) => {}
+    }
+    let mut n = 0;
+    loop {
+        let (v, j) = if key == Some(n) && b.get(i) == Some(&b'"') {
+            let (s, esc, j) = string_into(b, i, out)?;
+            (Val::Str(s, esc), j)
+        } else {
+            scalar(b, i)?
+        };
+        f(n, v);
+        n += 1;
+        i = ws(b, j);
+        match b.get(i) {
+            None => return Err(Stop::Incomplete),
+            Some(b',') => i = ws(b, i + 1),
+            Some(b']') => return Ok(i + 1),
+            Some(_) => return Err(Stop::Declined),
+        }
+    }
+}
+
+/// Unescapes a JSON string's raw bytes into `out` (cleared first): the reference the fused scan
+/// ([`object_into`]) is tested against. `false` when an escape is
+/// invalid or encodes a lone surrogate (the caller then lets serde report it).
+#[cfg(test)]
+pub(crate) fn unescape(raw: &[u8], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    out.reserve(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let Some(k) = memchr::memchr(b'\\', &raw[i..]) else {
+            out.extend_from_slice(&raw[i..]);
+            return true;
+        };
+        out.extend_from_slice(&raw[i..i + k]);
+        i += k;
+        let Some(&e) = raw.get(i + 1) else {
+            return false;
+        };
+        i += 2;
+        let c = match e {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'r' => b'\r',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'u' => {
+                let Some((ch, used)) = unicode_escape(raw, i) else {
+                    return false;
+                };
+                i += used;
+                let mut tmp = [0u8; 4];
+                out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+                continue;
+            }
+            _ => return false,
+        };
+        out.push(c);
+    }
+    true
+}
+
+fn hex4(b: &[u8], i: usize) -> Option<u32> {
+    let h = b.get(i..i + 4)?;
+    let mut v = 0u32;
+    for &c in h {
+        v = v * 16 + (c as char).to_digit(16)?;
+    }
+    Some(v)
+}
+
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// A JSON number as `f64`, exactly as `str::parse` would read it. Plain decimals of at most 15
+/// significant digits are computed directly (an exact integer divided by an exact power of ten
+/// rounds correctly); anything else goes to the standard parser.
+#[inline]
+pub(crate) fn f64_of(b: &[u8]) -> Option<f64> {
+    let (neg, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        _ => (false, b),
+    };
+    let mut m: u64 = 0;
+    let mut n = 0usize;
+    let mut frac: Option<usize> = None;
+    let mut simple = !digits.is_empty();
+    for (k, &c) in digits.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                n += 1;
+                if n > 15 {
+                    simple = false;
+                    break;
+                }
+            }
+            b'.' if frac.is_none() && k > 0 && k + 1 < digits.len() => frac = Some(k),
+            _ => {
+                simple = false;
+                break;
+            }
+        }
+    }
+    if simple {
+        // A leading zero followed by digits is not JSON.
+        if digits.len() > 1 && digits[0] == b'0' && digits[1] != b'.' {
+            return None;
+        }
+        let scale = frac.map_or(0, |k| digits.len() - k - 1);
+        let v = m as f64 / POW10[scale];
+        return Some(if neg { -v } else { v });
+    }
+    json_number(b).then(|| std::str::from_utf8(b).ok()?.parse().ok())?
+}
+
+/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`: the standard parser also takes `1.`, `.5`
+/// and `+1`, which serde (and so this reader) refuses.
+fn json_number(b: &[u8]) -> bool {
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let int = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if int == 0 || (int > 1 && b[i] == b'0') {
+        return false;
+    }
+    i += int;
+    if b.get(i) == Some(&b'.') {
+        let f = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if f == 0 {
+            return false;
+        }
+        i += 1 + f;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let e = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if e == 0 {
+            return false;
+        }
+        i += e;
+    }
+    i == b.len()
+}
+
+/// A JSON number that is an integer in `u16` (an HTTP status).
+#[inline]
+pub(crate) fn u16_of(b: &[u8]) -> Option<u16> {
+    if b.is_empty() || b.len() > 5 || (b.len() > 1 && b[0] == b'0') {
+        return None;
+    }
+    let mut v: u32 = 0;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u32::from(c - b'0');
+    }
+    u16::try_from(v).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(s: &str) -> Result<Vec<(String, Val<'_>)>, Stop> {
+        let mut out = Vec::new();
+        object(s.as_bytes(), 0, |k, v| {
+            out.push((String::from_utf8_lossy(k).into_owned(), v))
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn reads_any_order_and_whitespace() {
+        let p = pairs("{\"b\": 1.5 ,\n \"a\" :\"x\\\"y\", \"c\":true,\"d\":null}").unwrap();
+        assert_eq!(p[0], ("b".into(), Val::Num(b"1.5")));
+        assert_eq!(p[1], ("a".into(), Val::Str(b"x\\\"y", true)));
+        assert_eq!(p[2], ("c".into(), Val::Bool(true)));
+        assert_eq!(p[3], ("d".into(), Val::Null));
+        assert_eq!(pairs("{}").unwrap().len(), 0);
+    }
+
+    #[test]
+    fn declines_what_is_not_flat_and_tells_a_cut_from_a_fault() {
+        assert_eq!(pairs(r#"{"a":{"b":1}}"#), Err(Stop::Declined));
+        assert_eq!(pairs(r#"{"a":[1]}"#), Err(Stop::Declined));
+        assert_eq!(pairs(r#"{"a\u0062":1}"#), Err(Stop::Declined));
+        assert_eq!(pairs(r#"{"a":tru}"#), Err(Stop::Declined));
+        assert_eq!(pairs(r#"{"a":1 "b":2}"#), Err(Stop::Declined));
+        assert_eq!(pairs(r#"{"a":"xy"#), Err(Stop::Incomplete));
+        assert_eq!(pairs(r#"{"a":12"#), Err(Stop::Incomplete));
+        assert_eq!(pairs(r#"{"a":tr"#), Err(Stop::Incomplete));
+        assert_eq!(pairs(r#"{"a":1,"#), Err(Stop::Incomplete));
+    }
+
+    #[test]
+    fn unescapes_like_serde() {
+        let mut out = Vec::new();
+        for raw in [
+            r#"plain"#,
+            r#"{\"kind\":\"req\",\"m\":\"a\\\\b\"}"#,
+            r#"tab\there\nnew \u00e9 \ud83d\ude00 \/"#,
+        ] {
+            assert!(unescape(raw.as_bytes(), &mut out));
+            let want: String = serde_json::from_str(&format!("\"{raw}\"")).unwrap();
+            assert_eq!(std::str::from_utf8(&out).unwrap(), want);
+        }
+        assert!(!unescape(br"\ud83d alone", &mut out));
+        assert!(!unescape(br"\ud83d\u0041", &mut out));
+        assert!(!unescape(br"\x41", &mut out));
+    }
+
+    #[test]
+    fn the_unescaping_scan_agrees_with_unescape_and_with_serde() {
+        let log = r#"{"kind":"req","m":"a\\b \u00e9 \ud83d\ude00","n":1}"#;
+        let row = format!(
+            r#"{{"x": 1, "Log_s": {}, "y": "z"}}"#,
+            serde_json::to_string(log).unwrap()
+        );
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        let end = object_into(row.as_bytes(), 0, b"Log_s", &mut out, |k, v| {
+            seen.push((k, v))
+        })
+        .unwrap();
+        assert_eq!(end, row.len());
+        assert_eq!(std::str::from_utf8(&out).unwrap(), log);
+        assert_eq!(seen.len(), 3);
+        let Val::Str(raw, true) = seen[1].1 else {
+            panic!("{:?}", seen[1])
+        };
+        let mut again = Vec::new();
+        assert!(unescape(raw, &mut again));
+        assert_eq!(again, out);
+        // cut anywhere: incomplete, never a wrong value
+        for cut in 1..row.len() {
+            let r = object_into(&row.as_bytes()[..cut], 0, b"Log_s", &mut out, |_, _| {});
+            assert_eq!(r, Err(Stop::Incomplete), "cut at {cut}");
+        }
+        let arr = format!(r#"[1, {}]"#, serde_json::to_string(log).unwrap());
+        array_into(arr.as_bytes(), 0, Some(1), &mut out, |_, _| {}).unwrap();
+        assert_eq!(std::str::from_utf8(&out).unwrap(), log);
+        let bad = r#"{"Log_s": "\x41"}"#;
+        assert_eq!(
+            object_into(bad.as_bytes(), 0, b"Log_s", &mut out, |_, _| {}),
+            Err(Stop::Declined)
+        );
+    }
+
+    #[test]
+    fn numbers_parse_exactly_as_the_standard_parser() {
+        for s in [
+            "0",
+            "17.41",
+            "29.487",
+            "-3.5",
+            "255.062",
+            "1e3",
+            "0.1",
+            "123456789012345.6",
+            "1.7976931348623157e308",
+            "45.000",
+        ] {
+            assert_eq!(f64_of(s.as_bytes()), s.parse::<f64>().ok(), "{s}");
+        }
+        assert_eq!(f64_of(b"01"), None);
+        assert_eq!(f64_of(b"1."), None);
+        assert_eq!(f64_of(b".5"), None);
+        assert_eq!(f64_of(b"1.e3"), None);
+        assert_eq!(f64_of(b"1e"), None);
+        assert_eq!(f64_of(b"-"), None);
+        assert_eq!(u16_of(b"503"), Some(503));
+        assert_eq!(u16_of(b"70000"), None);
+        assert_eq!(u16_of(b"2.0"), None);
+    }
+}
