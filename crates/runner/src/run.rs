@@ -774,10 +774,11 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(get("SUBJECT_URL").as_deref(), Some("http://subject/"));
-        assert_eq!(get("STAIRCASE").as_deref(), Some("50,100"));
-        assert_eq!(get("STEP").as_deref(), Some("10000ms"));
-        assert_eq!(get("TARGET_RPS").as_deref(), Some("100"));
-        assert_eq!(get("DURATION_SECONDS").as_deref(), Some("25"));
+        assert_eq!(get("STAIRCASE").as_deref(), Some("100,200,400"));
+        assert_eq!(get("STEP").as_deref(), Some("30000ms"));
+        assert_eq!(get("TARGET_RPS").as_deref(), Some("400"));
+        // 3 steps of 30 s and 2 pauses of 10 s.
+        assert_eq!(get("DURATION_SECONDS").as_deref(), Some("110"));
         assert_eq!(get("CONNECTION").as_deref(), Some("close"));
         let base = &lab.steps[1];
         let env = loadgen_env(
