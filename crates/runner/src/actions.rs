@@ -222,6 +222,7 @@ impl Actor {
             status,
             dur_ms,
             detail,
+            perturbation_id: None,
         }
     }
 

@@ -118,6 +118,10 @@ pub struct RunRecord {
     /// The execution's final status (`Succeeded`, `Failed`, ...), or why it did not start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// For a sampler run: the 1-based event whose window it samples (its `run_id` is that
+    /// event's perturbation id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<u32>,
 }
 
 /// One fired action (and its restore, when it has one).
@@ -137,6 +141,10 @@ pub struct ActionRecord {
     pub status: Option<u16>,
     pub dur_ms: u64,
     pub detail: String,
+    /// The event's own perturbation id, `<step>-event-<N>-<stamp>` (the `PERTURBATION_ID` of
+    /// the sampler run of that event's window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturbation_id: Option<String>,
 }
 
 impl RunsRecord {
@@ -209,11 +217,19 @@ mod tests {
                 start: "s".into(),
                 end: None,
                 perturbation_id: Some("p".into()),
-                runs: vec![RunRecord {
-                    load: "main".into(),
-                    run_id: "perturbation-20260101T000000Z".into(),
-                    ..Default::default()
-                }],
+                runs: vec![
+                    RunRecord {
+                        load: "main".into(),
+                        run_id: "perturbation-20260101T000000Z".into(),
+                        ..Default::default()
+                    },
+                    RunRecord {
+                        load: "sampler".into(),
+                        run_id: "perturbation-event-1-20260101T000000Z".into(),
+                        event: Some(1),
+                        ..Default::default()
+                    },
+                ],
                 actions: vec![ActionRecord {
                     event: 1,
                     kind: "rollout".into(),
@@ -223,6 +239,7 @@ mod tests {
                     status: Some(200),
                     dur_ms: 5,
                     detail: "d".into(),
+                    perturbation_id: Some("perturbation-event-1-20260101T000000Z".into()),
                 }],
             }],
         };
@@ -242,10 +259,34 @@ mod tests {
         }
         let a = &v["steps"][0]["actions"][0];
         for k in [
-            "event", "kind", "app", "ts", "outcome", "status", "dur_ms", "detail",
+            "event",
+            "kind",
+            "app",
+            "ts",
+            "outcome",
+            "status",
+            "dur_ms",
+            "detail",
+            "perturbation_id",
         ] {
             assert!(a.get(k).is_some(), "{k}");
         }
+        let runs = &v["steps"][0]["runs"];
+        assert!(runs[0].get("event").is_none(), "a load run has no event");
+        assert_eq!(runs[1]["event"], 1);
+        assert_eq!(runs[1]["run_id"], a["perturbation_id"]);
         assert_eq!(RunsRecord::read(dir.path()).unwrap(), rec);
+    }
+
+    #[test]
+    fn runs_json_written_before_per_event_ids_still_reads() {
+        let old = r#"{"lab":"l","profile":"quick","target":"local","started":"s","ended":null,
+            "incomplete":false,"steps":[{"name":"perturbation","phase":"perturbation","start":"s",
+            "end":null,"perturbation_id":"perturbation-x","runs":[{"load":"sampler",
+            "run_id":"perturbation-x"}],"actions":[{"event":1,"kind":"rollout","app":"subject",
+            "ts":"t","outcome":"ok","dur_ms":1,"detail":"d"}]}]}"#;
+        let rec: RunsRecord = serde_json::from_str(old).unwrap();
+        assert_eq!(rec.steps[0].runs[0].event, None);
+        assert_eq!(rec.steps[0].actions[0].perturbation_id, None);
     }
 }

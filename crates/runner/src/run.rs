@@ -18,7 +18,10 @@ use crate::deploy;
 use crate::jobs::{self, EnvChange, StartMode};
 use crate::pack::{self, RunRecord, RunsRecord, StepRecord, iso, stamp};
 use crate::progress::{LiveErrors, Progress, ProgressMode};
-use crate::schedule::{self, event_times, scaled, step_duration, whole_seconds};
+use crate::schedule::{
+    self, SAMPLER_LEAD, Window, event_perturbation_id, event_times, sampler_windows, scaled,
+    step_duration, whole_seconds,
+};
 use crate::target::{Addressing, Target};
 
 /// Where the lab runs.
@@ -503,27 +506,62 @@ async fn run_step(
             break;
         }
     }
-    if result.is_ok() && step.action.is_some() {
-        let names: Vec<&str> = lab.apps.iter().map(|a| a.name.as_str()).collect();
-        let interval = (5.0 * scale).round().clamp(1.0, 5.0) as u64;
-        let env: Vec<EnvChange> = vec![
-            ("CONTAINER_APP_NAMES".into(), Some(names.join(","))),
-            ("PERTURBATION_ID".into(), Some(pid.clone())),
-            ("SAMPLE_INTERVAL_SECONDS".into(), Some(interval.to_string())),
-            (
-                "SAMPLE_DURATION_SECONDS".into(),
-                Some(whole_seconds(dur).to_string()),
-            ),
-        ];
-        if let Err(e) = start_one(&t.sampler_job, "sampler", pid.clone(), env).await {
-            result = Err(e);
-        }
-    }
     let start = Instant::now();
     let times = if result.is_ok() {
         event_times(step, scale)
     } else {
         Vec::new()
+    };
+    // One sampler execution per event, started at its window's opening on its own task.
+    let windows = if step.action.is_some() {
+        sampler_windows(&times, dur, SAMPLER_LEAD)
+    } else {
+        Vec::new()
+    };
+    let opens: Vec<Duration> = windows.iter().map(|w| w.open).collect();
+    let sampler_starts = {
+        let names: Vec<&str> = lab.apps.iter().map(|a| a.name.as_str()).collect();
+        let names = names.join(",");
+        let interval = (5.0 * scale).round().clamp(1.0, 5.0) as u64;
+        let windows = windows.clone();
+        let t = t.clone();
+        let lock_dir = opts.lock_dir.clone();
+        let mode = opts.start_mode;
+        let step_name = step.name.clone();
+        let ts = ts.clone();
+        let c = cancel.clone();
+        schedule::fire(start, &opens, cancel, move |n| {
+            let w = windows
+                .iter()
+                .find(|w| w.event == n)
+                .copied()
+                .unwrap_or(Window {
+                    event: n,
+                    fire: Duration::ZERO,
+                    open: Duration::ZERO,
+                    close: dur,
+                });
+            let id = event_perturbation_id(&step_name, n, &ts);
+            let env: Vec<EnvChange> = vec![
+                ("CONTAINER_APP_NAMES".into(), Some(names.clone())),
+                ("PERTURBATION_ID".into(), Some(id.clone())),
+                ("SAMPLE_INTERVAL_SECONDS".into(), Some(interval.to_string())),
+                (
+                    "SAMPLE_DURATION_SECONDS".into(),
+                    Some(whole_seconds(w.duration()).to_string()),
+                ),
+            ];
+            let t = t.clone();
+            let lock_dir = lock_dir.clone();
+            let c = c.clone();
+            async move {
+                let r = tokio::select! {
+                    r = jobs::start(&t, &t.sampler_job, &env, mode, &lock_dir) => r,
+                    _ = c.cancelled() => Err(RunError::Interrupted),
+                };
+                (n, id, r)
+            }
+        })
     };
     let n_events = u32::try_from(times.len()).unwrap_or(u32::MAX);
     let fired = Arc::new(AtomicU32::new(0));
@@ -575,7 +613,7 @@ async fn run_step(
             }
         }
     };
-    let (tasks, ()) = tokio::join!(fire, countdown);
+    let (tasks, sampler_tasks, ()) = tokio::join!(fire, sampler_starts, countdown);
     let interrupted = cancel.is_cancelled();
     let action_deadline = Instant::now()
         + if interrupted {
@@ -583,11 +621,46 @@ async fn run_step(
         } else {
             Duration::from_secs(300)
         };
+    let (samplers, samplers_aborted) = schedule::collect(sampler_tasks, action_deadline).await;
+    for (n, id, r) in samplers {
+        let mut run = RunRecord {
+            load: "sampler".to_owned(),
+            run_id: id,
+            job: Some(t.sampler_job.clone()),
+            event: Some(n),
+            ..Default::default()
+        };
+        match r {
+            Ok(exec) => {
+                started.push((t.sampler_job.clone(), exec.clone(), rec.runs.len()));
+                run.execution = Some(exec);
+            }
+            Err(e) => {
+                if !matches!(e, RunError::Interrupted) {
+                    progress.line(&format!(
+                        "warning: sampler of event {n}: job {} did not start: {e}",
+                        t.sampler_job
+                    ));
+                }
+                run.status = Some(format!("not started: {e}"));
+            }
+        }
+        rec.runs.push(run);
+    }
+    if samplers_aborted > 0 {
+        progress.line(&format!(
+            "warning: {samplers_aborted} sampler start(s) of step {} did not finish in time",
+            step.name
+        ));
+    }
     let (done, aborted) = schedule::collect(tasks, action_deadline).await;
     for mut records in done {
         rec.actions.append(&mut records);
     }
     rec.actions.sort_by(|a, b| a.ts.cmp(&b.ts));
+    for a in &mut rec.actions {
+        a.perturbation_id = Some(event_perturbation_id(&step.name, a.event, &ts));
+    }
     if aborted > 0 {
         progress.line(&format!(
             "warning: {aborted} action(s) of step {} did not finish in time",
@@ -702,9 +775,10 @@ mod tests {
         };
         assert_eq!(get("SUBJECT_URL").as_deref(), Some("http://subject/"));
         assert_eq!(get("STAIRCASE").as_deref(), Some("100,200,400"));
-        assert_eq!(get("STEP").as_deref(), Some("10000ms"));
+        assert_eq!(get("STEP").as_deref(), Some("30000ms"));
         assert_eq!(get("TARGET_RPS").as_deref(), Some("400"));
-        assert_eq!(get("DURATION_SECONDS").as_deref(), Some("40"));
+        // 3 steps of 30 s and 2 pauses of 10 s.
+        assert_eq!(get("DURATION_SECONDS").as_deref(), Some("110"));
         assert_eq!(get("CONNECTION").as_deref(), Some("close"));
         let base = &lab.steps[1];
         let env = loadgen_env(

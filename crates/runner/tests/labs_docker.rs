@@ -4,9 +4,10 @@
 //! `PROBELAB_SKIP_DOCKER=1`), and the images `probelab/<name>:dev` must exist (the failure names
 //! scripts/build-images.sh).
 //!
-//! The startup-degraded schedule runs at half its quick length (`time_scale` 0.5: 15 s events,
-//! the same rule); the positive control keeps its quick schedule, because its 25 s warm-up must
-//! outlast three 10 s windows.
+//! Both run their quick profiles unscaled, as a user does: startup-degraded's staircase measures
+//! the headroom precondition (p50 at 200 RPS against p50 at 100 RPS), which needs its 30 s steps
+//! for a queue to form and for the median to be stable from run to run, and the positive
+//! control's 25 s warm-up must outlast three 10 s windows.
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
@@ -36,7 +37,7 @@ async fn startup_degraded_quick_holds() {
     if !docker_ready(&lab) {
         return;
     }
-    let (o, _dir) = run("startup-degraded", 0.5).await;
+    let (o, _dir) = run("startup-degraded", 1.0).await;
     let rollouts = o
         .record
         .steps
@@ -45,6 +46,29 @@ async fn startup_degraded_quick_holds() {
         .filter(|a| a.kind == "rollout")
         .count();
     assert_eq!(rollouts, 3);
+    // One perturbation id, sampler execution and window per event (3 rollouts, 2 restarts).
+    let mut ids = Vec::new();
+    for step in o.record.steps.iter().filter(|s| !s.actions.is_empty()) {
+        let samplers: Vec<_> = step.runs.iter().filter(|r| r.load == "sampler").collect();
+        assert_eq!(
+            samplers.len(),
+            step.actions.len(),
+            "{}: {step:?}",
+            step.name
+        );
+        for (i, (a, r)) in step.actions.iter().zip(&samplers).enumerate() {
+            let n = u32::try_from(i + 1).unwrap();
+            assert_eq!((a.event, r.event), (n, Some(n)), "{}", step.name);
+            let id = a.perturbation_id.clone().unwrap();
+            assert!(id.starts_with(&format!("{}-event-{n}-", step.name)), "{id}");
+            assert_eq!(r.run_id, id);
+            ids.push(id);
+        }
+    }
+    assert_eq!(ids.len(), 5, "{ids:?}");
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 5, "ids are unique within the pack");
     let a = o.analysis.as_ref().unwrap();
     assert_eq!(
         a.verdict.verdict,

@@ -10,6 +10,8 @@ use std::time::Duration;
 use clap::{ArgAction, Parser, ValueEnum};
 use labkit::config::{hostname, parse_bool, parse_duration, parse_fraction};
 
+use crate::capacity::Sharing;
+
 pub const ENV_PORT: &str = "PORT";
 pub const DEFAULT_PORT: u16 = 8080;
 pub const DEFAULT_APP_NAME: &str = "subject";
@@ -112,6 +114,27 @@ pub fn parse_max_concurrency(s: &str) -> Result<usize, String> {
     }
 }
 
+/// `CAPACITY_RPS`: a positive finite rate, at most 1,000,000 per second.
+pub fn parse_capacity_rps(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e6 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a capacity: use requests per second, a positive number up to 1000000 \
+             (unset the variable for no capacity model)"
+        )),
+    }
+}
+
+/// `CAPACITY_CV`: a coefficient of variation, `0..=10`.
+pub fn parse_cv(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=crate::capacity::MAX_CV).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a coefficient of variation: use a number from 0 (constant work) to 10"
+        )),
+    }
+}
+
 /// `MAX_REQUEST_SECONDS`: a positive finite number of seconds.
 pub fn parse_positive_seconds(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -163,6 +186,24 @@ pub struct Config {
     /// CPU burn per `/` request, milliseconds.
     #[arg(long, env = "WORK_MS", default_value_t = 0)]
     pub work_ms: u64,
+
+    /// A finite-capacity server for `/`, made of sleeps (no CPU): the replica does this many
+    /// mean requests' worth of work per second, shared as CAPACITY_SHARING says, each request's
+    /// work varying as CAPACITY_CV says. It stands for the original lab's one Python process per
+    /// replica, whose latency grew long before its errors did; unset (the default): no model,
+    /// `/` answers at once. Probes and the other endpoints are not in the model.
+    #[arg(long, env = "CAPACITY_RPS", value_parser = parse_capacity_rps)]
+    pub capacity_rps: Option<f64>,
+    /// How requests share the capacity: `ps` (each of n requests in the model progresses at 1/n
+    /// of it, like threads sharing one interpreter lock) or `fifo` (one at a time in arrival
+    /// order, like a single worker).
+    #[arg(long, env = "CAPACITY_SHARING", value_enum, default_value_t = Sharing::Ps)]
+    pub capacity_sharing: Sharing,
+    /// Coefficient of variation of one request's work (standard deviation / mean, 0..=10): 0
+    /// constant, 1 exponential, above 1 a two-phase hyperexponential. With constant-rate arrivals
+    /// and constant work nothing queues below capacity; the variability is what makes a queue.
+    #[arg(long, env = "CAPACITY_CV", default_value = "1", value_parser = parse_cv)]
+    pub capacity_cv: f64,
 
     /// `/ready` and `/readyz` also call `DEPENDENCY_URL`.
     #[arg(long, env = "READINESS_CHECK_DEPENDENCY", default_value = "false", value_parser = parse_bool, action = ArgAction::Set)]
@@ -259,6 +300,9 @@ impl Config {
             warm_ready_lies: false,
             request_delay_ms: 0,
             work_ms: 0,
+            capacity_rps: None,
+            capacity_sharing: Sharing::Ps,
+            capacity_cv: 1.0,
             readiness_check_dependency: false,
             liveness_check_dependency: false,
             dependency_url: None,
@@ -343,6 +387,9 @@ impl Config {
             "warm_ready_lies": self.warm_ready_lies,
             "request_delay_ms": self.request_delay_ms,
             "work_ms": self.work_ms,
+            "capacity_rps": self.capacity_rps,
+            "capacity_sharing": self.capacity_rps.map(|_| self.capacity_sharing.name()),
+            "capacity_cv": self.capacity_rps.map(|_| self.capacity_cv),
             "readiness_check_dependency": self.readiness_check_dependency,
             "liveness_check_dependency": self.liveness_check_dependency,
             "dependency_url": self.dependency_url(),
@@ -434,6 +481,38 @@ mod tests {
         assert_eq!(c.validate(), Ok(()));
         c.dependency_host = Some("nohost".into());
         assert!(matches!(c.validate(), Err(ConfigError::DependencyHost(_))));
+    }
+
+    #[test]
+    fn the_capacity_model_is_off_unless_asked_for() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.capacity_rps, None);
+        assert_eq!(c.to_log_json()["capacity_sharing"], serde_json::Value::Null);
+        let c = parse(&[
+            "--capacity-rps",
+            "78",
+            "--capacity-sharing",
+            "fifo",
+            "--capacity-cv",
+            "3",
+        ])
+        .unwrap();
+        assert_eq!(c.capacity_rps, Some(78.0));
+        assert_eq!(c.capacity_sharing, Sharing::Fifo);
+        assert_eq!(c.capacity_cv, 3.0);
+        assert_eq!(c.to_log_json()["capacity_sharing"], "fifo");
+        for bad in [
+            &["--capacity-rps", "0"][..],
+            &["--capacity-rps=-5"],
+            &["--capacity-rps", "inf"],
+            &["--capacity-rps", "fast"],
+            &["--capacity-cv", "11"],
+            &["--capacity-cv=-1"],
+            &["--capacity-sharing", "lifo"],
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("capacity"), "{bad:?}: {e}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!
 //! | endpoint | answers |
 //! |---|---|
-//! | `GET /` | `{status_code, status, app, revision, replica, generation, ...}`; 503 `warming` before startup; `REQUEST_DELAY_MS` sleep, `WORK_MS` CPU burn |
+//! | `GET /` | `{status_code, status, app, revision, replica, generation, ...}`; 503 `warming` before startup; the `CAPACITY_RPS` model (see [`capacity`]), `REQUEST_DELAY_MS` sleep, `WORK_MS` CPU burn |
 //! | `GET /startup`, `/healthz`, `/ready`, `/readyz`, `/live`, `/livez` | probes: see [`probes`] |
 //! | `GET /delay?seconds=N`, `/slow?seconds=N`, `/cpu?seconds=N` | sleep / burn N s (`0..=MAX_REQUEST_SECONDS`) |
 //! | `GET /status[?code=N]` | `{zombie, deadlocked, inflight, started, ready, draining, uptime_s, revision, replica, generation}`, with status N (200..=599) |
@@ -20,6 +20,7 @@
 //!
 //! Anything else: 404 / 405 with a JSON `{error}`; bad parameters: 400 with a JSON `{error}`.
 
+pub mod capacity;
 pub mod concurrency;
 pub mod config;
 pub mod dependency;

@@ -185,6 +185,9 @@ async fn root(State(state): State<AppState>) -> Response {
             .into_response();
     }
     let cfg = state.cfg();
+    if let Some(cap) = &state.0.capacity {
+        cap.serve().await;
+    }
     if cfg.request_delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(cfg.request_delay_ms)).await;
     }
@@ -201,6 +204,7 @@ async fn root(State(state): State<AppState>) -> Response {
         "mode": cfg.app_mode.name(),
         "request_delay_ms": cfg.request_delay_ms,
         "work_ms": cfg.work_ms,
+        "capacity_rps": cfg.capacity_rps,
         "ts": labkit::Timestamp::now(),
     }))
     .into_response()

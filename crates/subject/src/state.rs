@@ -9,6 +9,7 @@ use labkit::event::{SubjectEvent, SubjectLine};
 use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 
+use crate::capacity::Capacity;
 use crate::config::{Config, Identity};
 use crate::dependency::{DependencyClient, DependencySettings};
 
@@ -37,6 +38,8 @@ pub struct Inner {
     pub inflight: AtomicU64,
     pub sim: watch::Sender<Simulation>,
     pub semaphore: Option<Arc<Semaphore>>,
+    /// The `CAPACITY_RPS` model of `/`, when set.
+    pub capacity: Option<Capacity>,
     pub dependency: Mutex<DependencySettings>,
     pub client: DependencyClient,
     pub exit: ExitFn,
@@ -62,6 +65,9 @@ impl AppState {
         let client = DependencyClient::new(Duration::from_millis(cfg.dependency_timeout_ms));
         AppState(Arc::new(Inner {
             semaphore: cfg.max_concurrency().map(|n| Arc::new(Semaphore::new(n))),
+            capacity: cfg
+                .capacity_rps
+                .map(|rps| Capacity::new(rps, cfg.capacity_cv, cfg.capacity_sharing, None)),
             id,
             id_headers,
             boot: Instant::now(),

@@ -410,3 +410,58 @@ async fn simulate_token_guards_simulations_in_process() {
         .unwrap();
     assert_eq!(app.clone().oneshot(req).await.unwrap().status(), 200);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_capacity_model_queues_root_requests_but_not_probes() {
+    // 10 requests/s of constant work, one at a time: five at once take 100, 200, ... 500 ms,
+    // while the probes answer at once.
+    let mut cfg = Config::defaults();
+    cfg.capacity_rps = Some(10.0);
+    cfg.capacity_cv = 0.0;
+    cfg.capacity_sharing = subject::capacity::Sharing::Fifo;
+    let app = router(cfg);
+    let t0 = Instant::now();
+    let roots: Vec<_> = (0..5)
+        .map(|_| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                let (s, v) = call(&app, "GET", "/", "").await;
+                (
+                    s,
+                    v["capacity_rps"].clone(),
+                    (Instant::now() - t0).as_millis(),
+                )
+            })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    for p in ["/healthz", "/ready", "/live", "/status"] {
+        let t = Instant::now();
+        let (s, _) = call(&app, "GET", p, "").await;
+        assert_eq!(s, 200, "{p}");
+        assert_eq!(
+            Instant::now() - t,
+            Duration::ZERO,
+            "{p} is not in the model"
+        );
+    }
+    let mut ends = Vec::new();
+    for r in roots {
+        let (s, cap, ms) = r.await.unwrap();
+        assert_eq!(s, 200);
+        assert_eq!(cap, 10.0);
+        ends.push(ms);
+    }
+    ends.sort();
+    assert_eq!(ends, vec![100, 200, 300, 400, 500]);
+
+    // Unset: `/` answers at once, whatever the load.
+    let app = router(Config::defaults());
+    let t = Instant::now();
+    let (s, v) = call(&app, "GET", "/", "").await;
+    assert_eq!(
+        (s, v["capacity_rps"].clone()),
+        (StatusCode::OK, serde_json::Value::Null)
+    );
+    assert_eq!(Instant::now() - t, Duration::ZERO);
+}
