@@ -224,7 +224,7 @@ pub fn buckets_and_summaries(acc: &Acc, lab: &LabFile) -> (Vec<BucketRow>, Vec<R
         let (p50, p95, p99, max, basis) = if !run.reqs.is_empty() {
             let mut h = new_hist();
             for w in run.reqs.values() {
-                let _ = h.add(&w.hist);
+                crate::model::merge_hist(&mut h, &w.hist);
             }
             (
                 quantile_ms(&h, 0.5),
