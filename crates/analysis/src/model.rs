@@ -30,6 +30,32 @@ fn unreachable_hist() -> Histogram<u32> {
     Histogram::new(3).expect("hdrhistogram accepts 3 significant digits")
 }
 
+/// Adds `src`'s counts into `dst`; never drops one. `Histogram::add` fails only when `src`
+/// holds a value above `dst`'s highest trackable value (both come from [`new_hist`] with the same
+/// bounds, so it should not, but the fallback histogram of [`new_hist`] auto-resizes); then each
+/// value is recorded saturating, clamped to `dst`'s bound as [`record_ms`] clamps.
+pub fn merge_hist(dst: &mut Histogram<u32>, src: &Histogram<u32>) {
+    if dst.add(src).is_err() {
+        for v in src.iter_recorded() {
+            dst.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+        }
+    }
+}
+
+/// `s` with its control characters escaped as `{:?}` escapes them (the rest unchanged).
+pub fn escape_controls(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let e: Vec<char> = if c.is_control() {
+                c.escape_debug().collect()
+            } else {
+                vec![c]
+            };
+            e
+        })
+        .collect()
+}
+
 /// Records a duration in milliseconds.
 pub fn record_ms(h: &mut Histogram<u32>, ms: f64) {
     let us = if ms.is_finite() && ms > 0.0 {
@@ -91,7 +117,7 @@ impl ReqWindow {
         self.count += o.count;
         self.ok += o.ok;
         self.err += o.err;
-        let _ = self.hist.add(&o.hist);
+        merge_hist(&mut self.hist, &o.hist);
         for (m, om) in [
             (&mut self.status, o.status),
             (&mut self.errors, o.errors),
@@ -397,19 +423,24 @@ pub struct InputStats {
 }
 
 impl InputStats {
+    /// Counts an unparseable line and quotes the first ones escaped (`{:?}`: control
+    /// characters such as a terminal's ESC become `\u{1b}`, never raw bytes on a terminal or in
+    /// report.md).
     pub fn unparseable_at(&mut self, loc: &Loc, text: &str, why: &str) {
         self.unparseable += 1;
         if self.quoted.len() < MAX_QUOTED {
             let t: String = text.chars().take(200).collect();
-            self.quoted.push((loc.clone(), format!("{t} ({why})")));
+            self.quoted
+                .push((loc.clone(), format!("{t:?} ({})", escape_controls(why))));
         }
     }
 
+    /// Counts a line of another program and quotes the first ones escaped, as above.
     pub fn foreign_at(&mut self, loc: &Loc, text: &str) {
         self.foreign += 1;
         if self.foreign_quoted.len() < MAX_QUOTED {
             let t: String = text.chars().take(200).collect();
-            self.foreign_quoted.push((loc.clone(), t));
+            self.foreign_quoted.push((loc.clone(), format!("{t:?}")));
         }
     }
 

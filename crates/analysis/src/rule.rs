@@ -272,7 +272,7 @@ pub fn buckets_and_summaries(
         let (p50, p95, p99, max, basis) = if req_latency {
             let mut h = new_hist();
             for w in run.reqs.values() {
-                let _ = h.add(&w.hist);
+                crate::model::merge_hist(&mut h, &w.hist);
             }
             (
                 quantile_ms(&h, 0.5),

@@ -9,8 +9,11 @@
 //!   2019-08-01); elsewhere it falls back to IMDS.
 //! - `cli`: azure_identity's `AzureCliCredential` (`az account get-access-token`), for an
 //!   operator's machine.
-//! - `none`: no `Authorization` header, for localplane.
-//! - `auto` (the default): managed identity when `IDENTITY_ENDPOINT` or `MSI_ENDPOINT` is set or a
+//! - `none`: no `Authorization` header, for localplane on loopback.
+//! - `static`: the fixed bearer token in `LOCALPLANE_TOKEN`, for a localplane started with
+//!   `--allow-remote --token` (it answers 401 to any request without it).
+//! - `auto` (the default): `static` when `LOCALPLANE_TOKEN` is set and the endpoint is plain
+//!   `http` (localplane; never sent to an `https` endpoint such as Azure's); managed identity when `IDENTITY_ENDPOINT` or `MSI_ENDPOINT` is set or a
 //!   `MANAGED_IDENTITY_CLIENT_ID` is given (IMDS); `none` when the ARM endpoint is plain `http`
 //!   on a loopback address (localplane: a real token must never travel unencrypted); `cli`
 //!   otherwise.
@@ -43,7 +46,11 @@ pub const IDENTITY_VARS: &[&str] = &[
     "MANAGED_IDENTITY_CLIENT_ID",
     "AZURE_TENANT_ID",
     "AZURE_FEDERATED_TOKEN_FILE",
+    LOCALPLANE_TOKEN_VAR,
 ];
+
+/// The variable holding localplane's bearer token (the `static` source).
+pub const LOCALPLANE_TOKEN_VAR: &str = "LOCALPLANE_TOKEN";
 
 /// Which token source to use (`ARM_TOKEN_SOURCE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +59,8 @@ pub enum TokenSourceKind {
     ManagedIdentity,
     Cli,
     None,
+    /// A fixed bearer token (`LOCALPLANE_TOKEN`), for a localplane that requires one.
+    Static,
 }
 
 impl FromStr for TokenSourceKind {
@@ -64,8 +73,9 @@ impl FromStr for TokenSourceKind {
             }
             "cli" | "az" | "azure-cli" => Ok(TokenSourceKind::Cli),
             "none" | "off" => Ok(TokenSourceKind::None),
+            "static" | "localplane" => Ok(TokenSourceKind::Static),
             other => Err(format!(
-                "{other:?} is not a token source: use managed-identity, cli, none or auto"
+                "{other:?} is not a token source: use managed-identity, cli, static, none or auto"
             )),
         }
     }
@@ -78,6 +88,7 @@ impl fmt::Display for TokenSourceKind {
             TokenSourceKind::ManagedIdentity => "managed-identity",
             TokenSourceKind::Cli => "cli",
             TokenSourceKind::None => "none",
+            TokenSourceKind::Static => "static",
         })
     }
 }
@@ -158,6 +169,9 @@ pub fn resolve_kind(
     if requested != TokenSourceKind::Auto {
         return requested;
     }
+    if env.is_set(LOCALPLANE_TOKEN_VAR) && endpoint.scheme() == "http" {
+        return TokenSourceKind::Static;
+    }
     if env.is_set("IDENTITY_ENDPOINT")
         || env.is_set("MSI_ENDPOINT")
         || env.is_set("MANAGED_IDENTITY_CLIENT_ID")
@@ -202,6 +216,7 @@ struct Cached {
 
 enum Inner {
     None,
+    Static(BearerToken),
     Credential(Arc<dyn TokenCredential>),
 }
 
@@ -227,6 +242,15 @@ impl TokenSource {
     /// No token at all (localplane).
     pub fn none() -> Self {
         Self::with(TokenSourceKind::None, Inner::None, DEFAULT_SCOPE)
+    }
+
+    /// A fixed bearer token (localplane's `LOCALPLANE_TOKEN`).
+    pub fn fixed(token: impl Into<String>) -> Self {
+        Self::with(
+            TokenSourceKind::Static,
+            Inner::Static(BearerToken(token.into())),
+            DEFAULT_SCOPE,
+        )
     }
 
     /// Any azure_core credential (used for managed identity, the CLI, and tests).
@@ -265,6 +289,13 @@ impl TokenSource {
         );
         match kind {
             TokenSourceKind::None | TokenSourceKind::Auto => Ok(Self::none()),
+            TokenSourceKind::Static => match env.get(LOCALPLANE_TOKEN_VAR) {
+                Some(t) => Ok(Self::fixed(t)),
+                None => Err(ArmError::Token(format!(
+                    "token source static needs {LOCALPLANE_TOKEN_VAR} (the token localplane \
+                     was started with)"
+                ))),
+            },
             TokenSourceKind::ManagedIdentity => {
                 use azure_identity::{
                     ManagedIdentityCredential, ManagedIdentityCredentialOptions, UserAssignedId,
@@ -297,8 +328,10 @@ impl TokenSource {
 
     /// A valid token, from the cache or freshly fetched; `None` for the `none` source.
     pub async fn token(&self) -> Result<Option<BearerToken>, ArmError> {
-        let Inner::Credential(cred) = &self.inner else {
-            return Ok(None);
+        let cred = match &self.inner {
+            Inner::None => return Ok(None),
+            Inner::Static(t) => return Ok(Some(t.clone())),
+            Inner::Credential(cred) => cred,
         };
         let mut cache = self.cache.lock().await;
         let now = unix_now();
@@ -417,6 +450,36 @@ mod tests {
         );
         let e = env(&[("AZURE_CLIENT_ID", "from-azure")]);
         assert_eq!(e.client_id().as_deref(), Some("from-azure"));
+    }
+
+    #[test]
+    fn a_localplane_token_is_used_for_http_endpoints_only() {
+        let https: url::Url = "https://management.azure.com".parse().unwrap();
+        let remote: url::Url = "http://10.1.2.3:8790".parse().unwrap();
+        let e = env(&[(LOCALPLANE_TOKEN_VAR, "0123456789abcdef")]);
+        let auto = TokenSourceKind::Auto;
+        assert_eq!(resolve_kind(auto, &e, &remote), TokenSourceKind::Static);
+        assert_eq!(resolve_kind(auto, &e, &https), TokenSourceKind::Cli);
+        assert_eq!(
+            "static".parse::<TokenSourceKind>(),
+            Ok(TokenSourceKind::Static)
+        );
+        assert_eq!(e.present(), vec![LOCALPLANE_TOKEN_VAR]);
+    }
+
+    #[tokio::test]
+    async fn the_static_source_returns_its_token_and_never_prints_it() {
+        let e = env(&[(LOCALPLANE_TOKEN_VAR, "s3cr3t-0123456789")]);
+        let remote: url::Url = "http://10.1.2.3:8790".parse().unwrap();
+        let src = TokenSource::build(TokenSourceKind::Static, &e, &remote, DEFAULT_SCOPE).unwrap();
+        let t = src.token().await.unwrap().unwrap();
+        assert_eq!(t.secret(), "s3cr3t-0123456789");
+        assert!(!format!("{src:?} {t:?}").contains("s3cr3t"));
+        let missing =
+            TokenSource::build(TokenSourceKind::Static, &env(&[]), &remote, DEFAULT_SCOPE)
+                .unwrap_err()
+                .to_string();
+        assert!(missing.contains(LOCALPLANE_TOKEN_VAR), "{missing}");
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub fn router(state: ApiState) -> Router {
             get(op_result),
         )
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn(require_api_version))
         .layer(middleware::from_fn_with_state(state.faults.clone(), faults::inject))
         .with_state(state.clone());
@@ -87,6 +88,7 @@ pub fn router(state: ApiState) -> Router {
         )
         .with_state(state.faults.clone())
         .route("/localplane/healthz", get(|| async { "ok" }))
+        .method_not_allowed_fallback(method_not_allowed)
         .merge(
             Router::new()
                 .route("/localplane/apps/{app}/endpoints", get(app_endpoints))
@@ -96,6 +98,42 @@ pub fn router(state: ApiState) -> Router {
     Router::new()
         .fallback_service(inner)
         .layer(middleware::from_fn(normalize_path))
+        .layer(middleware::from_fn(arm_shaped_errors))
+}
+
+/// Every error answer in ARM's shape: axum's own rejections (an undecodable path segment, a
+/// body it could not read) are plain text; they become `{"error":{"code","message"}}` with the
+/// same status and their text as the message.
+async fn arm_shaped_errors(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let text = match axum::body::to_bytes(resp.into_body(), 64 * 1024).await {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => format!("(unreadable error body: {e})"),
+    };
+    let code = match status {
+        StatusCode::BAD_REQUEST => "InvalidRequestContent",
+        StatusCode::NOT_FOUND => "NotFound",
+        StatusCode::METHOD_NOT_ALLOWED => "MethodNotAllowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "RequestTooLarge",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "UnsupportedMediaType",
+        s if s.is_server_error() => "InternalServerError",
+        _ => "BadRequest",
+    };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        text
+    };
+    ArmError::new(status, code, message).into_response()
 }
 
 /// Admin (not ARM): an app's ingress address and the replica endpoints it routes to now, for
@@ -121,6 +159,19 @@ async fn not_found(req: Request) -> ArmError {
         "NoRegisteredProviderFound",
         format!(
             "localplane does not serve {} {} (only a Microsoft.App subset)",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
+
+/// A known path with a method it does not serve: ARM's error body (axum's default is empty).
+async fn method_not_allowed(req: Request) -> ArmError {
+    ArmError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "MethodNotAllowed",
+        format!(
+            "The method {} is not allowed on {}.",
             req.method(),
             req.uri().path()
         ),

@@ -23,6 +23,12 @@ pub enum Error {
         path: PathBuf,
         source: serde_json::Error,
     },
+    /// A listen address or token that would expose the ARM API (see [`crate::access`]).
+    #[error("{0}")]
+    Access(String),
+    /// The ARM API server task ended abnormally (a panic) or did not stop.
+    #[error("ARM API server ({0}): {1}")]
+    Server(String, String),
     #[error("runtime: {0}")]
     Runtime(String),
     #[error("docker: {0}")]

@@ -710,7 +710,7 @@ async fn run_execution(
                             ),
                         );
                     }
-                    stop_with_grace(&ctx.runtime, &l.id, &mut exit, spec.grace).await
+                    stop_with_grace(&ctx.runtime, &l.id, &mut exit, spec.grace, &ctx.hurry).await
                 }
             };
             ctx.runtime.remove(&l.id).await;

@@ -6,6 +6,7 @@
 //! routes traffic through a per-app reverse proxy ([`ingress`]) and writes Log Analytics shaped
 //! rows ([`logsink`]). Entry point: [`start`].
 
+pub mod access;
 pub mod api;
 pub mod cron;
 pub mod error;
@@ -25,6 +26,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use access::Access;
 pub use error::Error;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -54,13 +56,23 @@ pub struct Localplane {
     addr: SocketAddr,
     plane: Arc<plane::Plane>,
     server_stop: CancellationToken,
-    server: tokio::task::JoinHandle<()>,
+    /// The ARM API servers (main listener, gateway listener), by address.
+    servers: Vec<(String, tokio::task::JoinHandle<()>)>,
     sink_task: tokio::task::JoinHandle<()>,
     docker: Option<runtime::docker::DockerRuntime>,
 }
 
-/// Binds the ARM API (port 0 allowed), restores state, starts the controllers and returns.
+/// Binds the ARM API (port 0 allowed) on a loopback address, restores state, starts the
+/// controllers and returns. A non-loopback `listen` is refused: see [`start_with_access`].
 pub async fn start(cfg: LocalplaneConfig) -> Result<Localplane, Error> {
+    start_with_access(cfg, Access::default()).await
+}
+
+/// [`start`], with who may reach the ARM API: `access` decides whether `cfg.listen` may be a
+/// non-loopback address (only with [`Access::allow_remote`] and a token) and whether requests on
+/// it need `Authorization: Bearer <token>` ([`access::require_token`]).
+pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<Localplane, Error> {
+    access.check_listen(cfg.listen)?;
     std::fs::create_dir_all(&cfg.state_dir).map_err(|source| Error::Io {
         path: cfg.state_dir.clone(),
         source,
@@ -93,6 +105,7 @@ pub async fn start(cfg: LocalplaneConfig) -> Result<Localplane, Error> {
         runtime: rt,
         sink,
         shutdown: shutdown.clone(),
+        hurry: CancellationToken::new(),
         tracker: TaskTracker::new(),
         base_url,
         state_dir: cfg.state_dir.clone(),
@@ -104,8 +117,10 @@ pub async fn start(cfg: LocalplaneConfig) -> Result<Localplane, Error> {
         faults,
     });
     let server_stop = CancellationToken::new();
+    let mut servers = Vec::new();
     if let Some(d) = &docker {
-        // Inside the Docker network: the ARM API and the environment ingress on the gateway IP.
+        // Inside the Docker network: the ARM API and the environment ingress on the gateway IP
+        // of the network localplane created (reached by its own jobs; no token there).
         let arm = tokio::net::TcpListener::bind((d.gateway, addr.port()))
             .await
             .map_err(|source| Error::Bind {
@@ -114,11 +129,16 @@ pub async fn start(cfg: LocalplaneConfig) -> Result<Localplane, Error> {
             })?;
         let app2 = app.clone();
         let stop = server_stop.clone();
-        tokio::spawn(async move {
-            let _ = axum::serve(arm, app2)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await;
-        });
+        servers.push((
+            format!("gateway {}", SocketAddr::new(d.gateway, addr.port())),
+            tokio::spawn(async move {
+                // axum 0.8 documents that a served future "will never error": accept errors are
+                // retried inside, so the io::Result is always Ok (the join result is checked).
+                let _ = axum::serve(arm, app2)
+                    .with_graceful_shutdown(async move { stop.cancelled().await })
+                    .await;
+            }),
+        ));
         let env_ingress = tokio::net::TcpListener::bind((d.gateway, 80))
             .await
             .map_err(|source| Error::Bind {
@@ -136,21 +156,29 @@ pub async fn start(cfg: LocalplaneConfig) -> Result<Localplane, Error> {
             server_stop.clone(),
         ));
     }
+    let app = match &access.token {
+        Some(t) => app.layer(axum::middleware::from_fn_with_state(
+            Arc::<str>::from(t.as_str()),
+            access::require_token,
+        )),
+        None => app,
+    };
     let stop = server_stop.clone();
-    let server = tokio::spawn(async move {
-        let r = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await;
-        if let Err(e) = r {
-            tracing::error!(error = %e, "ARM API server failed");
-        }
-    });
-    tracing::info!(%addr, "localplane listening");
+    servers.push((
+        addr.to_string(),
+        tokio::spawn(async move {
+            // As above: never an Err by axum's contract; a panic shows in the join result.
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
+        }),
+    ));
+    tracing::info!(%addr, token = access.token.is_some(), "localplane listening");
     Ok(Localplane {
         addr,
         plane,
         server_stop,
-        server,
+        servers,
         sink_task,
         docker,
     })
@@ -192,6 +220,18 @@ impl Localplane {
         self.plane.ctx.shutdown.cancel();
     }
 
+    /// A handle that, cancelled, cuts every grace period short: containers still running (or
+    /// stopping) during [`Localplane::shutdown`] are killed at once and still removed (a second
+    /// Ctrl-C / SIGTERM).
+    pub fn hurry_handle(&self) -> CancellationToken {
+        self.plane.ctx.hurry.clone()
+    }
+
+    /// The log sink's write failures; the handle stays readable after [`Localplane::shutdown`].
+    pub fn log_write_failures(&self) -> logsink::Failures {
+        self.plane.ctx.sink.failures()
+    }
+
     /// Stops every container with its grace period, closes ingress and the API, flushes logs.
     pub async fn shutdown(self) -> Result<(), Error> {
         self.plane.ctx.shutdown.cancel();
@@ -201,10 +241,65 @@ impl Localplane {
             d.shutdown().await;
         }
         self.server_stop.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
+        let mut failure = None;
+        for (name, task) in self.servers {
+            let r = join_server(&name, task, Duration::from_secs(5)).await;
+            if let Err(e) = r {
+                tracing::error!(error = %e, "ARM API server");
+                failure.get_or_insert(e);
+            }
+        }
         // Dropping the plane drops the last sink handles; the writer then flushes and ends.
         drop(self.plane);
         let _ = tokio::time::timeout(Duration::from_secs(5), self.sink_task).await;
-        Ok(())
+        failure.map_or(Ok(()), Err)
+    }
+}
+
+/// Waits (at most `limit`) for an ARM API server task after its stop signal. A panic is an
+/// error naming the listener; a server still draining a connection after `limit` is only
+/// logged (the process is about to end, and nothing it would still answer is evidence).
+async fn join_server(
+    name: &str,
+    task: tokio::task::JoinHandle<()>,
+    limit: Duration,
+) -> Result<(), Error> {
+    match tokio::time::timeout(limit, task).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Error::Server(
+            name.to_owned(),
+            format!("the task failed: {e}"),
+        )),
+        Err(_) => {
+            tracing::warn!(
+                listener = name,
+                "ARM API server still draining connections after {} s",
+                limit.as_secs()
+            );
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_server_task_that_panicked_is_an_error() {
+        let ok = tokio::spawn(async {});
+        assert!(join_server("a", ok, Duration::from_secs(1)).await.is_ok());
+        let panicked = tokio::spawn(async { panic!("boom") });
+        let e = join_server("127.0.0.1:1", panicked, Duration::from_secs(1))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("127.0.0.1:1") && e.contains("panicked"), "{e}");
+        let hangs = tokio::spawn(std::future::pending::<()>());
+        assert!(
+            join_server("b", hangs, Duration::from_millis(50))
+                .await
+                .is_ok()
+        );
     }
 }

@@ -6,12 +6,18 @@
 //! `<evidence>/logs/ContainerAppSystemLogs_CL.ndjson`. One writer task owns both files; rows
 //! arriving together are sorted by `TimeGenerated` before they are written, and a row is never
 //! stamped earlier than the last one written to its file, so each file is in time order.
+//!
+//! A failed write (a full disk, a lost file) is never only a warning: the file is cut back to
+//! its last whole line and the loss is kept in [`Failures`] (file, first error, when, rows lost),
+//! which `lab run` records in `runs.json` as `log_write_failures` (the analysis then judges the
+//! pack `invalid`) and `labctl local up` reports with a non-zero exit.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use labkit::Timestamp;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 pub const CONSOLE_TABLE: &str = "ContainerAppConsoleLogs_CL";
@@ -118,10 +124,55 @@ impl Row {
     }
 }
 
+/// A log file write that failed: which file, the first error, when, and how many rows were lost
+/// (every row of every batch whose write failed; the sink keeps trying with the next batch, so
+/// rows after a transient failure, e.g. a disk that was full for a while, are still written).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteFailure {
+    pub file: PathBuf,
+    pub error: String,
+    pub first_failed: Timestamp,
+    pub rows_lost: u64,
+}
+
+/// The sink's write failures, one entry per file (shared: readable after the sink ended).
+#[derive(Clone, Debug, Default)]
+pub struct Failures(Arc<Mutex<Vec<WriteFailure>>>);
+
+impl Failures {
+    /// What failed so far, in the order files first failed.
+    pub fn snapshot(&self) -> Vec<WriteFailure> {
+        match self.0.lock() {
+            Ok(v) => v.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn record(&self, file: &Path, error: &std::io::Error, rows: u64) {
+        let mut v = match self.0.lock() {
+            Ok(v) => v,
+            Err(p) => p.into_inner(),
+        };
+        match v.iter_mut().find(|f| f.file == file) {
+            Some(f) => f.rows_lost += rows,
+            None => {
+                tracing::error!(file = %file.display(), error = %error, rows, "log sink write failed: rows lost");
+                v.push(WriteFailure {
+                    file: file.to_path_buf(),
+                    error: error.to_string(),
+                    first_failed: Timestamp::now(),
+                    rows_lost: rows,
+                });
+            }
+        }
+    }
+}
+
 /// A cheap handle to the sink; clone it into every task that logs.
 #[derive(Clone, Debug)]
 pub struct Sink {
     tx: mpsc::UnboundedSender<Row>,
+    failures: Failures,
 }
 
 impl Sink {
@@ -155,14 +206,26 @@ impl Sink {
         });
     }
 
+    /// The write failures of this sink's files (empty while every write succeeds).
+    pub fn failures(&self) -> Failures {
+        self.failures.clone()
+    }
+
     /// A sink whose rows go to the returned receiver (for unit tests).
     pub fn channel() -> (Sink, mpsc::UnboundedReceiver<Row>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Sink { tx }, rx)
+        (
+            Sink {
+                tx,
+                failures: Failures::default(),
+            },
+            rx,
+        )
     }
 }
 
-/// Starts the writer task; it ends when every [`Sink`] clone is dropped, after flushing.
+/// Starts the writer (a blocking-pool thread, so a write error is seen by the write that caused
+/// it); it ends when every [`Sink`] clone is dropped, after the last batch.
 pub async fn start(
     evidence_dir: &Path,
 ) -> Result<(Sink, tokio::task::JoinHandle<()>), crate::Error> {
@@ -175,39 +238,58 @@ pub async fn start(
         })?;
     let open = |name: &str| {
         let path = dir.join(format!("{name}.ndjson"));
-        async move {
-            tokio::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .await
-                .map_err(|source| crate::Error::Io { path, source })
-        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map(|f| (f, path.clone()))
+            .map_err(|source| crate::Error::Io { path, source })
     };
-    let console = open(CONSOLE_TABLE).await?;
-    let system = open(SYSTEM_TABLE).await?;
+    let console = open(CONSOLE_TABLE)?;
+    let system = open(SYSTEM_TABLE)?;
     let (sink, rx) = Sink::channel();
-    let task = tokio::spawn(writer(rx, console, system, dir));
+    let failures = sink.failures();
+    let task = tokio::task::spawn_blocking(move || writer(rx, console, system, &failures));
     Ok((sink, task))
 }
 
-async fn writer(
+/// Appends `buf` (`rows` whole lines) to `file`; on error, cuts the file back to its length
+/// before the write, so a partial write never leaves a torn line, and records the loss.
+fn append(file: &mut (std::fs::File, PathBuf), buf: &[u8], rows: u64, failures: &Failures) {
+    let (f, path) = file;
+    let before = f.metadata().map(|m| m.len()).ok();
+    if let Err(e) = f.write_all(buf) {
+        if let Some(len) = before {
+            let _ = f.set_len(len);
+        }
+        failures.record(path, &e, rows);
+    }
+}
+
+fn writer(
     mut rx: mpsc::UnboundedReceiver<Row>,
-    mut console: tokio::fs::File,
-    mut system: tokio::fs::File,
-    dir: PathBuf,
+    mut console: (std::fs::File, PathBuf),
+    mut system: (std::fs::File, PathBuf),
+    failures: &Failures,
 ) {
     let mut batch = Vec::with_capacity(256);
     let mut last_console: Option<Timestamp> = None;
     let mut last_system: Option<Timestamp> = None;
     loop {
         batch.clear();
-        if rx.recv_many(&mut batch, 1024).await == 0 {
+        let Some(first) = rx.blocking_recv() else {
             break;
+        };
+        batch.push(first);
+        while batch.len() < 1024 {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
         }
         batch.sort_by_key(Row::ts);
-        let mut cbuf = Vec::new();
-        let mut sbuf = Vec::new();
+        let mut cbuf = (Vec::new(), 0u64);
+        let mut sbuf = (Vec::new(), 0u64);
         for row in batch.drain(..) {
             let (buf, last) = match row {
                 Row::Console { .. } => (&mut cbuf, &mut last_console),
@@ -222,20 +304,18 @@ async fn writer(
                 }
             }
             *last = Some(row.ts());
-            if serde_json::to_writer(&mut *buf, &row.to_json()).is_ok() {
-                buf.push(b'\n');
+            // Serialising a `Value` into a Vec cannot fail (no I/O, string keys only).
+            if serde_json::to_writer(&mut buf.0, &row.to_json()).is_ok() {
+                buf.0.push(b'\n');
+                buf.1 += 1;
             }
         }
-        for (file, buf) in [(&mut console, cbuf), (&mut system, sbuf)] {
-            if !buf.is_empty()
-                && let Err(e) = file.write_all(&buf).await
-            {
-                tracing::warn!(dir = %dir.display(), error = %e, "log sink write failed");
+        for (file, (buf, rows)) in [(&mut console, cbuf), (&mut system, sbuf)] {
+            if !buf.is_empty() {
+                append(file, &buf, rows, failures);
             }
         }
     }
-    let _ = console.flush().await;
-    let _ = system.flush().await;
 }
 
 #[cfg(test)]
@@ -294,5 +374,27 @@ mod tests {
         sorted.sort();
         assert_eq!(ts, sorted);
         assert_eq!(rows[0]["JobName_s"], "j");
+    }
+
+    /// `/dev/full` fails every write with ENOSPC, as a full disk does: the loss is recorded (file,
+    /// error, rows), not only logged.
+    #[test]
+    fn a_failed_write_is_recorded_with_the_rows_it_lost() {
+        let failures = Failures::default();
+        let path = PathBuf::from("/dev/full");
+        let mut file = (
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap(),
+            path.clone(),
+        );
+        append(&mut file, b"{}\n{}\n", 2, &failures);
+        append(&mut file, b"{}\n", 1, &failures);
+        let f = failures.snapshot();
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].file, path);
+        assert_eq!(f[0].rows_lost, 3);
+        assert!(f[0].error.contains("No space left"), "{}", f[0].error);
     }
 }

@@ -18,9 +18,18 @@ enum Runtime {
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Cli {
-    /// Address of the ARM API.
+    /// Address of the ARM API. Loopback only (the API starts containers on this host's Docker
+    /// engine), unless --allow-remote is given with a token.
     #[arg(long, env = "LOCALPLANE_LISTEN", default_value = "127.0.0.1:8790")]
     listen: SocketAddr,
+    /// Allow a non-loopback --listen address (e.g. 0.0.0.0:8790). Needs --token: every request
+    /// must then carry `Authorization: Bearer <token>` (others get ARM's 401).
+    #[arg(long, env = "LOCALPLANE_ALLOW_REMOTE")]
+    allow_remote: bool,
+    /// Bearer token required on the ARM API listener (at least 16 characters; never logged).
+    /// Clients: `ARM_TOKEN_SOURCE=static` with the same LOCALPLANE_TOKEN.
+    #[arg(long, env = "LOCALPLANE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
     /// Where resource definitions are kept across restarts.
     #[arg(long, env = "LOCALPLANE_STATE_DIR", default_value = ".localplane")]
     state_dir: PathBuf,
@@ -61,8 +70,8 @@ fn main() -> ExitCode {
     };
     let cfg = LocalplaneConfig {
         listen: cli.listen,
-        state_dir: cli.state_dir,
-        evidence_dir: cli.evidence,
+        state_dir: cli.state_dir.clone(),
+        evidence_dir: cli.evidence.clone(),
         runtime,
     };
     let rt = match tokio::runtime::Runtime::new() {
@@ -73,7 +82,11 @@ fn main() -> ExitCode {
         }
     };
     rt.block_on(async move {
-        let lp = match localplane::start(cfg).await {
+        let access = localplane::Access {
+            allow_remote: cli.allow_remote,
+            token: cli.token.filter(|t| !t.is_empty()),
+        };
+        let lp = match localplane::start_with_access(cfg, access).await {
             Ok(lp) => lp,
             Err(e) => {
                 eprintln!("localplane: {e}");
@@ -81,9 +94,24 @@ fn main() -> ExitCode {
             }
         };
         eprintln!("localplane: ARM API at {}", lp.base_url());
+        let failures = lp.log_write_failures();
         wait_for_signal().await;
         eprintln!("localplane: stopping containers with their grace periods");
-        match lp.shutdown().await {
+        let down = lp.shutdown().await;
+        let lost = failures.snapshot();
+        for f in &lost {
+            eprintln!(
+                "localplane: log write failed: {}: {} (from {}; {} rows lost)",
+                f.file.display(),
+                f.error,
+                f.first_failed.to_rfc3339_ms(),
+                f.rows_lost
+            );
+        }
+        if !lost.is_empty() {
+            return ExitCode::FAILURE;
+        }
+        match down {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("localplane: {e}");

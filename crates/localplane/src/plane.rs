@@ -27,6 +27,8 @@ pub struct Ctx {
     pub runtime: Runtime,
     pub sink: Sink,
     pub shutdown: CancellationToken,
+    /// Fired by [`crate::Localplane::hurry`]: grace periods end at once (SIGKILL).
+    pub hurry: CancellationToken,
     pub tracker: TaskTracker,
     pub base_url: String,
     pub state_dir: PathBuf,
@@ -312,6 +314,7 @@ impl Plane {
             sink: self.ctx.sink.clone(),
             notify,
             shutdown: self.ctx.shutdown.clone(),
+            hurry: self.ctx.hurry.clone(),
         }
     }
 

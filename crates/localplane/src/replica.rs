@@ -145,6 +145,8 @@ pub struct SupCtx {
     pub notify: Arc<Notify>,
     /// Ends every supervisor (localplane shutdown): containers are stopped with their grace.
     pub shutdown: CancellationToken,
+    /// Cuts every grace period short (a second Ctrl-C/SIGTERM): SIGKILL at once.
+    pub hurry: CancellationToken,
 }
 
 enum Outcome {
@@ -282,7 +284,7 @@ pub async fn supervise(
             ctx.notify.notify_one();
         }
         if let Some(grace) = kill_grace {
-            stop_with_grace(&ctx.runtime, &launched.id, &mut exit, grace).await;
+            stop_with_grace(&ctx.runtime, &launched.id, &mut exit, grace, &ctx.hurry).await;
         }
         ctx.runtime.remove(&launched.id).await;
         let stopping = matches!(outcome, Outcome::Stop);
@@ -317,19 +319,26 @@ pub fn next_backoff(current: Duration) -> Duration {
     }
 }
 
-/// SIGTERM, wait up to `grace`, SIGKILL; returns the exit code.
+/// SIGTERM, wait up to `grace` (cut short when `hurry` fires), SIGKILL; returns the exit code.
 pub async fn stop_with_grace(
     rt: &Runtime,
     id: &str,
     exit: &mut watch::Receiver<Option<i64>>,
     grace: Duration,
+    hurry: &CancellationToken,
 ) -> i64 {
     if let Some(c) = *exit.borrow() {
         return c;
     }
-    rt.terminate(id).await;
-    if let Some(c) = wait_exit(exit, grace).await {
-        return c;
+    if !hurry.is_cancelled() {
+        rt.terminate(id).await;
+        let waited = tokio::select! {
+            c = wait_exit(exit, grace) => c,
+            _ = hurry.cancelled() => None,
+        };
+        if let Some(c) = waited {
+            return c;
+        }
     }
     rt.kill(id).await;
     wait_exit(exit, Duration::from_secs(15))
@@ -491,6 +500,7 @@ mod tests {
             sink,
             notify: Arc::new(Notify::new()),
             shutdown: CancellationToken::new(),
+            hurry: CancellationToken::new(),
         };
         let spec = ContainerSpec {
             name: "subject".into(),

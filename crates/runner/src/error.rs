@@ -13,7 +13,8 @@ pub enum RunError {
     },
     #[error(transparent)]
     Arm(#[from] arm::ArmError),
-    #[error("localplane: {0}")]
+    /// localplane's own message (transparent: `{:#}` would print it twice otherwise).
+    #[error(transparent)]
     Localplane(#[from] localplane::Error),
     #[error("analysis: {0}")]
     Analysis(#[from] analysis::Error),

@@ -28,9 +28,12 @@ pub fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Starts localplane, records it, runs until `stop` (Ctrl-C / SIGTERM), shuts it down.
+/// Starts localplane (reachable as `access` allows), records it, runs until `stop` (Ctrl-C /
+/// SIGTERM / SIGHUP), shuts it down. Containers and networks left by any localplane whose
+/// process is gone (a SIGKILLed `labctl`, whatever its state dir) are removed first.
 pub async fn up(
     cfg: localplane::LocalplaneConfig,
+    access: localplane::Access,
     stop: impl std::future::Future<Output = ()>,
     on_ready: impl FnOnce(&LocalState),
 ) -> Result<(), RunError> {
@@ -45,7 +48,12 @@ pub async fn up(
         )));
     }
     let evidence = cfg.evidence_dir.clone();
-    let lp = localplane::start(cfg).await?;
+    access.check_listen(cfg.listen)?;
+    if matches!(cfg.runtime, localplane::RuntimeKind::Docker) {
+        localplane::runtime::docker::sweep_dead_owners().await;
+    }
+    let lp = localplane::start_with_access(cfg, access).await?;
+    let failures = lp.log_write_failures();
     let state = LocalState {
         pid: std::process::id(),
         base_url: lp.base_url(),
@@ -58,7 +66,24 @@ pub async fn up(
     stop.await;
     let r = lp.shutdown().await;
     let _ = std::fs::remove_file(&sf);
-    r.map_err(RunError::from)
+    r.map_err(RunError::from)?;
+    let lost = failures.snapshot();
+    if lost.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Config(format!(
+        "log rows were lost: {}",
+        lost.iter()
+            .map(|f| format!(
+                "{}: {} (from {}; {} rows lost)",
+                f.file.display(),
+                f.error,
+                f.first_failed.to_rfc3339_ms(),
+                f.rows_lost
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    )))
 }
 
 /// The recorded localplane, if any.
@@ -81,13 +106,14 @@ pub async fn status(state_dir: &Path) -> Result<Option<(LocalState, bool)>, RunE
     let Some(s) = read(state_dir)? else {
         return Ok(None);
     };
+    // A localplane that requires a token answers 401 without it: it is up all the same.
     let healthy = alive(s.pid)
         && reqwest::Client::new()
             .get(format!("{}/localplane/healthz", s.base_url))
             .timeout(Duration::from_secs(3))
             .send()
             .await
-            .is_ok_and(|r| r.status().is_success());
+            .is_ok_and(|r| r.status().is_success() || r.status().as_u16() == 401);
     Ok(Some((s, healthy)))
 }
 

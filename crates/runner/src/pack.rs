@@ -83,6 +83,41 @@ pub struct RunsRecord {
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub time_scale: f64,
     pub steps: Vec<StepRecord>,
+    /// Log rows the run could not write (a full disk, a lost file): the run stays
+    /// `incomplete` and the analysis judges the pack `invalid` (precondition `data_complete`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log_write_failures: Vec<LogWriteFailure>,
+}
+
+/// One evidence file whose writes failed during the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogWriteFailure {
+    /// The file, relative to the pack (`logs/ContainerAppSystemLogs_CL.ndjson`).
+    pub file: String,
+    /// The first error (`No space left on device (os error 28)`).
+    pub error: String,
+    /// When the first write failed (RFC 3339, ms).
+    pub first_failed_ts: String,
+    /// Rows of every failed write (each failed write is cut back to the last whole line; later
+    /// writes that succeed are kept).
+    pub rows_lost: u64,
+}
+
+impl LogWriteFailure {
+    /// From localplane's record, with the path made relative to `pack` when it lies inside.
+    pub fn from_sink(f: &localplane::logsink::WriteFailure, pack: &Path) -> LogWriteFailure {
+        LogWriteFailure {
+            file: f
+                .file
+                .strip_prefix(pack)
+                .unwrap_or(&f.file)
+                .to_string_lossy()
+                .into_owned(),
+            error: f.error.clone(),
+            first_failed_ts: f.first_failed.to_rfc3339_ms(),
+            rows_lost: f.rows_lost,
+        }
+    }
 }
 
 fn one() -> f64 {
@@ -211,6 +246,12 @@ mod tests {
             incomplete: true,
             stopped_by: None,
             time_scale: 1.0,
+            log_write_failures: vec![LogWriteFailure {
+                file: "logs/ContainerAppSystemLogs_CL.ndjson".into(),
+                error: "No space left on device (os error 28)".into(),
+                first_failed_ts: "2026-01-01T00:00:05.000Z".into(),
+                rows_lost: 12,
+            }],
             steps: vec![StepRecord {
                 name: "perturbation".into(),
                 phase: "perturbation".into(),
@@ -256,6 +297,10 @@ mod tests {
             "steps",
         ] {
             assert!(v.get(k).is_some(), "{k}");
+        }
+        let f = &v["log_write_failures"][0];
+        for k in ["file", "error", "first_failed_ts", "rows_lost"] {
+            assert!(f.get(k).is_some(), "log_write_failures: {k}");
         }
         let a = &v["steps"][0]["actions"][0];
         for k in [

@@ -58,8 +58,12 @@ pub struct RunOptions {
     pub ready_timeout: Duration,
     pub start_mode: StartMode,
     pub lock_dir: PathBuf,
-    /// Ctrl-C: stop jobs, shut localplane down, keep the partial pack.
+    /// Ctrl-C / SIGTERM / SIGHUP: stop jobs, shut localplane down, keep the partial pack.
     pub cancel: CancellationToken,
+    /// A second signal: cut the containers' grace periods short (they are still removed).
+    pub hurry: CancellationToken,
+    /// What interrupted the run (e.g. `SIGTERM`), for `runs.json`'s `stopped_by`.
+    pub interrupted_by: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl RunOptions {
@@ -75,7 +79,32 @@ impl RunOptions {
             start_mode: StartMode::UpdateThenStart,
             lock_dir: jobs::default_lock_dir(),
             cancel: CancellationToken::new(),
+            hurry: CancellationToken::new(),
+            interrupted_by: Arc::default(),
         }
+    }
+
+    /// Records what interrupted the run and cancels it (`second`: also cuts the grace short).
+    pub fn interrupt(&self, by: &str, second: bool) {
+        if let Ok(mut g) = self.interrupted_by.lock()
+            && g.is_none()
+        {
+            *g = Some(by.to_owned());
+        }
+        self.cancel.cancel();
+        if second {
+            self.hurry.cancel();
+        }
+    }
+
+    fn stopped_by_interrupt(&self) -> String {
+        let by = self
+            .interrupted_by
+            .lock()
+            .ok()
+            .and_then(|g| g.clone())
+            .unwrap_or_else(|| "Ctrl-C".to_owned());
+        format!("interrupted ({by})")
     }
 }
 
@@ -110,6 +139,7 @@ pub async fn run_lab(opts: RunOptions) -> Result<RunOutcome, RunError> {
         stopped_by: None,
         time_scale: opts.time_scale,
         steps: Vec::new(),
+        log_write_failures: Vec::new(),
     };
     record.write(&pack)?;
     let mut progress = Progress::new(opts.progress);
@@ -118,12 +148,13 @@ pub async fn run_lab(opts: RunOptions) -> Result<RunOutcome, RunError> {
     record.ended = Some(iso(Utc::now()));
     let error = match result {
         Ok(()) => {
-            record.incomplete = false;
+            // Lost log rows keep the run incomplete (the analysis still runs and judges it).
+            record.incomplete = !record.log_write_failures.is_empty();
             None
         }
         Err(e) => {
             record.stopped_by = Some(match &e {
-                RunError::Interrupted => "interrupted (Ctrl-C)".to_owned(),
+                RunError::Interrupted => opts.stopped_by_interrupt(),
                 e => e.to_string(),
             });
             Some(e)
@@ -199,6 +230,9 @@ async fn run_target(
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default()
             ));
+            if matches!(runtime, RuntimeKind::Docker) {
+                sweep_orphans(progress).await;
+            }
             let lp = localplane::start(LocalplaneConfig {
                 listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
                 state_dir: state_dir.clone(),
@@ -206,6 +240,8 @@ async fn run_target(
                 runtime,
             })
             .await?;
+            let failures = lp.log_write_failures();
+            let _hurry = forward_hurry(&opts.hurry, lp.hurry_handle());
             progress.line(&format!("localplane: ARM API at {}", lp.base_url()));
             let result = match Target::local(&lp.base_url(), addressing) {
                 Ok(t) => orchestrate(lab, pack, record, opts, progress, Arc::new(t)).await,
@@ -214,6 +250,7 @@ async fn run_target(
             progress.line("stopping localplane (containers get their grace periods)");
             let down = lp.shutdown().await;
             let _ = std::fs::remove_dir_all(&state_dir);
+            record_log_failures(record, &failures, pack, progress);
             result?;
             down?;
             Ok(())
@@ -732,6 +769,51 @@ async fn run_step(
         return Err(RunError::Interrupted);
     }
     Ok(())
+}
+
+/// Removes what a SIGKILLed earlier run left (containers and networks whose owning process is
+/// gone, from any state dir).
+async fn sweep_orphans(progress: &mut Progress) {
+    let (c, n) = localplane::runtime::docker::sweep_dead_owners().await;
+    if c + n > 0 {
+        progress.line(&format!(
+            "removed {c} container(s) and {n} network(s) left by a probelab process that is gone"
+        ));
+    }
+}
+
+/// Cuts localplane's grace periods short when `hurry` fires (a second signal). The returned
+/// guard ends the forwarding task when dropped.
+fn forward_hurry(
+    hurry: &CancellationToken,
+    lp_hurry: CancellationToken,
+) -> tokio_util::sync::DropGuard {
+    let done = CancellationToken::new();
+    let (h, d) = (hurry.clone(), done.clone());
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = h.cancelled() => lp_hurry.cancel(),
+            _ = d.cancelled() => {}
+        }
+    });
+    done.drop_guard()
+}
+
+/// Copies the log sink's write failures into `runs.json`'s `log_write_failures` and says so.
+fn record_log_failures(
+    record: &mut RunsRecord,
+    failures: &localplane::logsink::Failures,
+    pack: &Path,
+    progress: &mut Progress,
+) {
+    for f in failures.snapshot() {
+        let f = pack::LogWriteFailure::from_sink(&f, pack);
+        progress.line(&format!(
+            "error: log rows lost: {}: {} (from {}; {} rows)",
+            f.file, f.error, f.first_failed_ts, f.rows_lost
+        ));
+        record.log_write_failures.push(f);
+    }
 }
 
 fn progress_is_bar(p: &Progress) -> bool {

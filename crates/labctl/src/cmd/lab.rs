@@ -528,12 +528,28 @@ fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
         Progress::Quiet => ProgressMode::Quiet,
     };
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let cancel = opts.cancel.clone();
+    let stopper = opts.clone();
     rt.block_on(async move {
+        // Installed before the run starts: from here on SIGTERM/SIGHUP never kill labctl
+        // outright (which would leave every container behind).
+        let mut signals = super::signals::Signals::new();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("labctl: Ctrl-C: stopping jobs and localplane, keeping the partial pack");
-                cancel.cancel();
+            let mut seen = 0;
+            while let Some(name) = signals.next().await {
+                seen += 1;
+                if seen == 1 {
+                    eprintln!(
+                        "labctl: {name}: stopping jobs and localplane (containers get their grace \
+                         periods), keeping the partial pack; a second signal skips the grace"
+                    );
+                    stopper.interrupt(name, false);
+                } else {
+                    eprintln!(
+                        "labctl: {name} again: killing the containers without grace (they are \
+                         still removed)"
+                    );
+                    stopper.interrupt(name, true);
+                }
             }
         });
         let out = runner::run_lab(opts).await?;
@@ -551,6 +567,19 @@ fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
             return Ok(exit::ERROR);
         };
         super::analyze::print_summary(&an, &out.pack);
+        if !out.record.log_write_failures.is_empty() {
+            for f in &out.record.log_write_failures {
+                eprintln!(
+                    "labctl: error: log rows lost: {}: {} (from {}; {} rows); recorded in \
+                     runs.json log_write_failures, the pack is incomplete",
+                    out.pack.join(&f.file).display(),
+                    f.error,
+                    f.first_failed_ts,
+                    f.rows_lost
+                );
+            }
+            return Ok(exit::ERROR);
+        }
         Ok(match an.verdict.verdict {
             analysis::Outcome::Held => exit::HELD,
             analysis::Outcome::Falsified => exit::FALSIFIED,

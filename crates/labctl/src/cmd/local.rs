@@ -28,10 +28,21 @@ pub enum Runtime {
 
 #[derive(clap::Subcommand, Debug)]
 pub enum LocalCommand {
-    /// Run localplane in the foreground until Ctrl-C.
+    /// Run localplane in the foreground until Ctrl-C, SIGTERM or SIGHUP.
     Up {
-        #[arg(long, default_value = "127.0.0.1:8790")]
+        /// Address of the ARM API: loopback only (it starts containers on this host's Docker
+        /// engine), unless --allow-remote is given with a token.
+        #[arg(long, env = "LOCALPLANE_LISTEN", default_value = "127.0.0.1:8790")]
         listen: SocketAddr,
+        /// Allow a non-loopback --listen address; needs --token (LOCALPLANE_TOKEN), and every
+        /// request must then carry `Authorization: Bearer <token>` (others get ARM's 401).
+        #[arg(long, env = "LOCALPLANE_ALLOW_REMOTE")]
+        allow_remote: bool,
+        /// Bearer token the ARM API requires (at least 16 characters; never logged). labctl and
+        /// the sampler send it with ARM_TOKEN_SOURCE=static (or auto) and the same
+        /// LOCALPLANE_TOKEN.
+        #[arg(long, env = "LOCALPLANE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
         /// Evidence directory for its log tables (`<dir>/logs/*.ndjson`).
         #[arg(long, default_value = "evidence/localplane", value_name = "DIR")]
         evidence: PathBuf,
@@ -56,6 +67,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         match args.command {
             LocalCommand::Up {
                 listen,
+                allow_remote,
+                token,
                 evidence,
                 runtime,
                 bin_dir,
@@ -78,7 +91,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     evidence_dir: evidence,
                     runtime,
                 };
-                runner::local::up(cfg, stop_signal(), |s| {
+                let access = localplane::Access {
+                    allow_remote,
+                    token: token.filter(|t| !t.is_empty()),
+                };
+                runner::local::up(cfg, access, stop_signal(), |s| {
                     eprintln!(
                         "localplane: ARM API at {} (pid {}); logs in {}/logs; Ctrl-C or `labctl local down` stops it",
                         s.base_url,
@@ -118,17 +135,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     })
 }
 
+/// The first Ctrl-C, SIGTERM or SIGHUP (containers then get their grace periods).
 async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+    let mut signals = super::signals::Signals::new();
+    if let Some(name) = signals.next().await {
+        eprintln!("labctl: {name}: stopping localplane (containers get their grace periods)");
     }
 }

@@ -7,6 +7,7 @@ pub mod lab;
 pub mod local;
 pub mod logs;
 pub mod report;
+pub mod signals;
 pub mod trigger;
 pub mod verify;
 

@@ -31,6 +31,130 @@ use super::{LABEL_MANAGED, LaunchSpec, Launched};
 use crate::logsink::Sink;
 
 pub const LABEL_OWNER: &str = "probelab.owner";
+/// The id of the process that created the container or network (labctl, localplane, a test).
+pub const LABEL_PID: &str = "probelab.pid";
+/// That process's start time (field 22 of `/proc/<pid>/stat`, clock ticks since boot), so a pid
+/// reused by another process after a reboot or wrap-around is not mistaken for the owner.
+pub const LABEL_PID_START: &str = "probelab.pid-start";
+/// The host (kernel hostname) of that process: only a process on the same host can be checked.
+pub const LABEL_HOST: &str = "probelab.host";
+
+/// The labels naming this process as the owner ([`LABEL_PID`], [`LABEL_PID_START`],
+/// [`LABEL_HOST`]).
+pub fn process_labels() -> Vec<(String, String)> {
+    let pid = std::process::id();
+    let mut v = vec![
+        (LABEL_PID.to_string(), pid.to_string()),
+        (LABEL_HOST.to_string(), hostname()),
+    ];
+    if let Some(start) = process_start(pid) {
+        v.push((LABEL_PID_START.to_string(), start.to_string()));
+    }
+    v
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Field 22 (`starttime`) of `/proc/<pid>/stat`; `None` when the process does not exist.
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the process these labels name is gone: `true` only when they carry a pid of this host
+/// and that pid either does not exist or belongs to a process started at another time. Anything
+/// that cannot be checked (no pid label, another host) is treated as alive and left alone.
+pub fn owner_gone(labels: &HashMap<String, String>) -> bool {
+    let Some(pid) = labels.get(LABEL_PID).and_then(|p| p.parse::<u32>().ok()) else {
+        return false;
+    };
+    if labels.get(LABEL_HOST).is_some_and(|h| *h != hostname()) {
+        return false;
+    }
+    match process_start(pid) {
+        None => true,
+        Some(now) => labels
+            .get(LABEL_PID_START)
+            .and_then(|s| s.parse::<u64>().ok())
+            .is_some_and(|recorded| recorded != now),
+    }
+}
+
+/// Removes every container and network labelled `probelab.managed=true` whose owning process
+/// ([`owner_gone`]) no longer exists, whatever state dir it used: what a SIGKILLed `labctl lab
+/// run` or `labctl local up` left. Returns how many containers and networks it removed; engine
+/// errors are logged and skipped (this is clean-up before a run, never a reason to refuse one).
+pub async fn sweep_dead_owners() -> (usize, usize) {
+    let docker = match Docker::connect_with_local_defaults() {
+        Ok(d) => match d.negotiate_version().await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(error = %e, "orphan sweep: cannot negotiate with the engine");
+                return (0, 0);
+            }
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "orphan sweep: cannot connect to the engine");
+            return (0, 0);
+        }
+    };
+    let filters = HashMap::from([("label".to_string(), vec![format!("{LABEL_MANAGED}=true")])]);
+    let mut containers = 0;
+    let list = docker
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap_or_default();
+    for c in list {
+        if !c.labels.as_ref().is_some_and(owner_gone) {
+            continue;
+        }
+        if let Some(id) = c.id {
+            tracing::info!(container = %id, "removing a container whose owning process is gone");
+            if docker
+                .remove_container(
+                    &id,
+                    Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+                )
+                .await
+                .is_ok()
+            {
+                containers += 1;
+            }
+        }
+    }
+    let mut networks = 0;
+    let nets = docker
+        .list_networks(Some(
+            bollard::query_parameters::ListNetworksOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap_or_default();
+    for n in nets {
+        if !n.labels.as_ref().is_some_and(owner_gone) {
+            continue;
+        }
+        if let Some(name) = n.name {
+            tracing::info!(network = %name, "removing a network whose owning process is gone");
+            if docker.remove_network(&name).await.is_ok() {
+                networks += 1;
+            }
+        }
+    }
+    (containers, networks)
+}
 
 #[derive(Clone)]
 pub struct DockerRuntime {
@@ -90,6 +214,7 @@ impl DockerRuntime {
         let mut labels = HashMap::new();
         labels.insert(LABEL_MANAGED.to_string(), "true".to_string());
         labels.insert(LABEL_OWNER.to_string(), rt.owner.clone());
+        labels.extend(process_labels());
         rt.docker
             .create_network(NetworkCreateRequest {
                 name: network.clone(),
@@ -152,6 +277,7 @@ impl DockerRuntime {
         let name = docker_name(&format!("lp-{}-{}", spec.replica, spec.container));
         let mut labels: HashMap<String, String> = spec.labels.clone().into_iter().collect();
         labels.insert(LABEL_OWNER.to_string(), self.owner.clone());
+        labels.extend(process_labels());
         let mut extra_hosts = vec![format!("localplane:{}", self.gateway)];
         for peer in &spec.peers {
             extra_hosts.push(format!("{peer}:{}", self.gateway));
@@ -341,4 +467,34 @@ fn docker_name(s: &str) -> String {
 
 fn truncate_hostname(s: &str) -> String {
     s.chars().take(63).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_dead_or_replaced_owner_on_this_host_is_gone() {
+        let mine: HashMap<String, String> = process_labels().into_iter().collect();
+        assert!(!owner_gone(&mine));
+        let mut dead = mine.clone();
+        dead.insert(LABEL_PID.into(), u32::MAX.to_string());
+        assert!(owner_gone(&dead));
+        let mut reused = mine.clone();
+        reused.insert(LABEL_PID_START.into(), "1".into());
+        assert!(
+            owner_gone(&reused),
+            "same pid, another start time: another process"
+        );
+        let mut elsewhere = dead.clone();
+        elsewhere.insert(LABEL_HOST.into(), "some-other-host".into());
+        assert!(
+            !owner_gone(&elsewhere),
+            "another host's process cannot be checked"
+        );
+        assert!(
+            !owner_gone(&HashMap::new()),
+            "no pid label: not ours to judge"
+        );
+    }
 }

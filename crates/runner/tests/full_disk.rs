@@ -1,0 +1,148 @@
+//! A disk that fills up during a lab (issue 19, point 2): the evidence directory is a 4 MiB
+//! tmpfs; early in the first step a filler file takes every free byte for 1.5 s, then goes.
+//! The log rows written meanwhile are lost: `runs.json` must say which file, the error and from
+//! when, the run stays `incomplete`, and the manifest still verifies for what was written.
+//!
+//! Needs root (mount) and the workspace binaries next to the test binary (process runtime);
+//! runs a lab, so it is heavy: run it under the machine lock.
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use runner::progress::ProgressMode;
+use runner::run::{LocalRuntime, RunOptions, TargetChoice};
+
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .ok()?;
+        st.success().then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
+    for b in ["subject", "loadgen", "perturbation-sampler"] {
+        assert!(
+            dir.join(b).is_file(),
+            "{} is missing: cargo build -p subject -p loadgen -p sampler",
+            dir.join(b).display()
+        );
+    }
+    dir
+}
+
+fn lines(p: &Path) -> usize {
+    std::fs::read_to_string(p)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_during_a_lab_is_recorded_and_the_manifest_verifies() {
+    let base = tempfile::tempdir().unwrap();
+    let Some(_fs) = Tmpfs::mount(base.path(), "4m") else {
+        panic!(
+            "cannot mount a tmpfs on {} (needs root)",
+            base.path().display()
+        );
+    };
+    let out = base.path().join("evidence");
+    let labs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../labs");
+    let mut opts = RunOptions::new(
+        labs.join("startup-degraded.toml"),
+        "quick",
+        TargetChoice::Local(LocalRuntime::Process { bin_dir: bin_dir() }),
+        out.clone(),
+    );
+    opts.time_scale = 1.0;
+    opts.progress = ProgressMode::Plain;
+    opts.lock_dir = base.path().join("locks");
+    let filler = base.path().join("filler");
+    let watcher_out = out.clone();
+    let fill = std::thread::spawn(move || {
+        // Once the run logs (the console table grows), fill the disk for 1.5 s, then free it.
+        let t0 = Instant::now();
+        let console = loop {
+            let found = std::fs::read_dir(&watcher_out)
+                .ok()
+                .and_then(|mut d| d.next())
+                .and_then(|e| e.ok())
+                .map(|e| e.path().join("logs/ContainerAppConsoleLogs_CL.ndjson"));
+            if let Some(c) = found
+                && lines(&c) > 5
+            {
+                break c;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(240),
+                "the lab never logged"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 64 * 1024];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.write_all(&[0u8; 512]);
+        let _ = f.flush();
+        let before = lines(&console);
+        std::thread::sleep(Duration::from_millis(1500));
+        drop(f);
+        std::fs::remove_file(&filler).unwrap();
+        before
+    });
+    let o = runner::run_lab(opts).await.unwrap();
+    let lines_when_full = fill.join().unwrap();
+    assert!(o.error.is_none(), "the run went on: {:?}", o.error);
+    assert!(o.record.incomplete, "lost rows keep the run incomplete");
+    let f = &o.record.log_write_failures;
+    assert!(!f.is_empty(), "no failure recorded: {:?}", o.record);
+    for x in f {
+        assert!(
+            x.file.starts_with("logs/") && x.file.ends_with(".ndjson"),
+            "{x:?}"
+        );
+        assert!(x.error.contains("No space left on device"), "{x:?}");
+        assert!(x.rows_lost > 0, "{x:?}");
+        assert!(x.first_failed_ts.ends_with('Z'), "{x:?}");
+    }
+    let runs = runner::pack::RunsRecord::read(&o.pack).unwrap();
+    assert_eq!(
+        runs.log_write_failures, *f,
+        "runs.json records the failures"
+    );
+    // Writes resumed once the disk had room: the file kept growing, and every line is whole.
+    let console = o.pack.join("logs/ContainerAppConsoleLogs_CL.ndjson");
+    assert!(
+        lines(&console) > lines_when_full,
+        "rows after the disk was freed are kept"
+    );
+    for (i, l) in std::fs::read_to_string(&console)
+        .unwrap()
+        .lines()
+        .enumerate()
+    {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(l).is_ok(),
+            "line {} is torn: {l:?}",
+            i + 1
+        );
+    }
+    let v = runner::verify::verify(&o.pack).unwrap();
+    assert!(v.ok(), "the manifest verifies for what was written: {v:?}");
+}
