@@ -365,6 +365,8 @@ pub struct Knobs {
     pub drain_delay: Duration,
     pub routing_removal_lag: Duration,
     pub ready_policy: ReadyPolicy,
+    /// Platform step durations (tag `localplane.timings`, else `LOCALPLANE_TIMINGS`, else fast).
+    pub timings: crate::timings::Timings,
 }
 
 pub const TAG_DRAIN_DELAY: &str = "localplane.drainDelaySeconds";
@@ -397,7 +399,18 @@ impl Knobs {
                 ));
             }
         };
+        let timings = match get(crate::timings::TAG_TIMINGS) {
+            Some(v) => crate::timings::Timings::parse(v).map_err(|e| {
+                ArmError::bad_request(
+                    "InvalidRequestContent",
+                    format!("tag '{}': {e}", crate::timings::TAG_TIMINGS),
+                )
+            })?,
+            None => crate::timings::Timings::from_env()
+                .map_err(|e| ArmError::bad_request("InvalidRequestContent", e))?,
+        };
         Ok(Knobs {
+            timings,
             drain_delay: Duration::from_secs(num(TAG_DRAIN_DELAY)?),
             routing_removal_lag: Duration::from_millis(num(TAG_ROUTING_LAG)?),
             ready_policy,
