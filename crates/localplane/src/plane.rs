@@ -877,3 +877,41 @@ pub fn with_default_probes(
     }
     c
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ContainerSpec, ProbeKind};
+
+    fn container(name: &str) -> ContainerSpec {
+        ContainerSpec {
+            name: name.into(),
+            image: "probelab/subject:dev".into(),
+            command: vec![],
+            args: vec![],
+            env: vec![],
+            probes: vec![],
+        }
+    }
+
+    /// `spawn_replica` passes the ingress target port to the first container only, so a
+    /// sidecar (no port) gets no default probes.
+    #[test]
+    fn default_probes_only_with_a_target_port() {
+        let main = with_default_probes(container("main"), Some(8080));
+        let kinds: Vec<ProbeKind> = main.probes.iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ProbeKind::Startup,
+                ProbeKind::Readiness,
+                ProbeKind::Liveness
+            ]
+        );
+        assert!(
+            with_default_probes(container("sidecar"), None)
+                .probes
+                .is_empty()
+        );
+    }
+}
