@@ -112,20 +112,35 @@ pub fn rows_from_ndjson(text: &str, app: &str) -> Result<Vec<SysRow>, ParityErro
     Ok(rows)
 }
 
-/// One replica: its label, and its compared events as (seconds since the timeline start, kind).
+/// One replica: its label, and its compared events as (seconds since the timeline start, kind,
+/// position of the row in the time-sorted input). The position breaks ties between rows
+/// written in the same millisecond: they keep the order they were written in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaLine {
     pub label: String,
-    pub events: Vec<(f64, String)>,
+    pub events: Vec<(f64, String, usize)>,
 }
 
 impl ReplicaLine {
     pub fn kinds(&self) -> Vec<&str> {
-        self.events.iter().map(|(_, k)| k.as_str()).collect()
+        self.events.iter().map(|(_, k, _)| k.as_str()).collect()
     }
 
     pub fn first(&self, kind: &str) -> Option<f64> {
-        self.events.iter().find(|(_, k)| k == kind).map(|(t, _)| *t)
+        self.events
+            .iter()
+            .find(|(_, k, _)| k == kind)
+            .map(|(t, _, _)| *t)
+    }
+}
+
+impl RevisionLine {
+    /// The kinds of all the revision's rows in the order they were written.
+    pub fn kinds(&self) -> Vec<String> {
+        let mut ev: Vec<&(f64, String, usize)> =
+            self.replicas.iter().flat_map(|r| &r.events).collect();
+        ev.sort_by_key(|e| e.2);
+        ev.into_iter().map(|e| e.1.clone()).collect()
     }
 }
 
@@ -149,14 +164,15 @@ pub struct Timeline {
 /// Normalises `rows` (compared reasons only; replicas without an `AssigningReplica` row, e.g.
 /// revision-level rows, are left out).
 pub fn timeline(rows: &[SysRow]) -> Timeline {
-    let rows: Vec<&SysRow> = rows
+    let rows: Vec<(usize, &SysRow)> = rows
         .iter()
-        .filter(|r| COMPARED_REASONS.contains(&r.reason.as_str()) && !r.replica.is_empty())
+        .enumerate()
+        .filter(|(_, r)| COMPARED_REASONS.contains(&r.reason.as_str()) && !r.replica.is_empty())
         .collect();
-    let t0 = rows.first().map_or(0.0, |r| r.t);
+    let t0 = rows.first().map_or(0.0, |(_, r)| r.t);
     let mut rev_order: Vec<String> = Vec::new();
     let mut rep_order: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in &rows {
+    for (_, r) in &rows {
         if !rev_order.contains(&r.revision) {
             rev_order.push(r.revision.clone());
         }
@@ -179,8 +195,8 @@ pub fn timeline(rows: &[SysRow]) -> Timeline {
                     label: format!("R{k}/p{i}"),
                     events: rows
                         .iter()
-                        .filter(|r| &r.replica == name)
-                        .map(|r| (r.t - t0, r.kind()))
+                        .filter(|(_, r)| &r.replica == name)
+                        .map(|(i, r)| (r.t - t0, r.kind(), *i))
                         .collect(),
                 })
                 .collect();

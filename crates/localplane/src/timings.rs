@@ -21,14 +21,14 @@ pub const TAG_TIMINGS: &str = "localplane.timings";
 pub const ENV_TIMINGS: &str = "LOCALPLANE_TIMINGS";
 
 /// Recorded: `AssigningReplica` → `ContainerStarted`, median over the 48 replica starts of the
-/// recording (initial deploy, 15 rollouts, 3 restart replacements): 16.0 s (10.6–23.3 s; per
-/// revision the last of its 3 replicas started 15.8–23.3 s after the assignment).
+/// 15 rollouts and the restart's 3 replacements: 15.8 s (10.6–23.3 s; per revision the last of
+/// its 3 replicas started 15.7–23.3 s after the assignment), rounded to 16 s.
 pub const RECORDED_PROVISION_S: f64 = 16.0;
 /// Recorded: the traffic switch → the old revision's replicas `ManuallyStopped`. The recording
 /// has no switch row; it is derived as the median assigned → old stopped (82.0 s over 45 old
-/// replicas, 75.7–87.0 s) minus the median assigned → started (16.0 s) minus the new replica's
+/// replicas, 75.7–87.0 s) minus the median assigned → started (15.8 s) minus the new replica's
 /// time from start to ready (28.1 s: in the restart, started → the old replica it replaces is
-/// stopped, 27.9–28.3 s): 37.9 s, rounded to 38 s.
+/// stopped, 27.9–28.3 s): 38.1 s, rounded to 38 s.
 pub const RECORDED_OLD_REVISION_LINGER_S: f64 = 38.0;
 /// Restart back-off cap in `recorded` mode: 40 s (first restart at once, then 10 s doubling,
 /// capped at 40 s). Not in the recording; calibrated so a liveness loop (period 10, threshold
