@@ -15,11 +15,13 @@ pub mod ingress;
 pub mod jobs;
 pub mod logsink;
 pub mod model;
+pub mod parity;
 pub mod persist;
 pub mod plane;
 pub mod prober;
 pub mod replica;
 pub mod runtime;
+pub mod timings;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

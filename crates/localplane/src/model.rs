@@ -169,25 +169,77 @@ fn parse_probe(v: &Value, container: &str) -> Result<Probe, ArmError> {
             format!("container '{container}': a probe needs httpGet or tcpSocket"),
         ));
     };
-    let secs = |k: &str, d: u64| -> Result<Duration, ArmError> {
-        Ok(Duration::from_secs(u64_field(v, k)?.unwrap_or(d)))
+    // Ranges as the service checks them (see `PROBE_LIMITS`); a value out of range is a 400.
+    let ranged = |k: &str, d: u64| -> Result<u64, ArmError> {
+        let v = u64_field(v, k)?.unwrap_or(d);
+        let (lo, hi) = probe_limit(kind, k);
+        if v < lo || v > hi {
+            return Err(ArmError::bad_request(
+                "ContainerAppInvalidProbe",
+                format!(
+                    "container '{container}': {} probe '{k}' must be between {lo} and {hi}, got {v}",
+                    kind.word()
+                ),
+            ));
+        }
+        Ok(v)
     };
-    let thr = |k: &str, d: u32| -> Result<u32, ArmError> {
-        Ok(u64_field(v, k)?
-            .map(|x| u32::try_from(x).unwrap_or(u32::MAX))
-            .unwrap_or(d)
-            .max(1))
+    let success_threshold = ranged("successThreshold", u64::from(DEFAULT_SUCCESS_THRESHOLD))?;
+    if kind != ProbeKind::Readiness && success_threshold != 1 {
+        return Err(ArmError::bad_request(
+            "ContainerAppInvalidProbe",
+            format!(
+                "container '{container}': 'successThreshold' must be 1 for a {} probe, got {success_threshold}",
+                kind.word()
+            ),
+        ));
+    }
+    let grace = match u64_field(v, "terminationGracePeriodSeconds")? {
+        Some(g) if g > MAX_PROBE_GRACE_S => {
+            return Err(ArmError::bad_request(
+                "ContainerAppInvalidProbe",
+                format!(
+                    "container '{container}': probe 'terminationGracePeriodSeconds' must be at most {MAX_PROBE_GRACE_S}, got {g}"
+                ),
+            ));
+        }
+        g => g.map(Duration::from_secs),
     };
     Ok(Probe {
         kind,
         action,
-        initial_delay: secs("initialDelaySeconds", 0)?,
-        period: secs("periodSeconds", DEFAULT_PERIOD_S)?.max(Duration::from_secs(1)),
-        timeout: secs("timeoutSeconds", DEFAULT_TIMEOUT_S)?.max(Duration::from_secs(1)),
-        failure_threshold: thr("failureThreshold", DEFAULT_FAILURE_THRESHOLD)?,
-        success_threshold: thr("successThreshold", DEFAULT_SUCCESS_THRESHOLD)?,
-        grace: u64_field(v, "terminationGracePeriodSeconds")?.map(Duration::from_secs),
+        initial_delay: Duration::from_secs(ranged("initialDelaySeconds", 0)?),
+        period: Duration::from_secs(ranged("periodSeconds", DEFAULT_PERIOD_S)?),
+        timeout: Duration::from_secs(ranged("timeoutSeconds", DEFAULT_TIMEOUT_S)?),
+        failure_threshold: ranged("failureThreshold", u64::from(DEFAULT_FAILURE_THRESHOLD))? as u32,
+        success_threshold: success_threshold as u32,
+        grace,
     })
+}
+
+/// Probe-level `terminationGracePeriodSeconds` at most one hour (documented in the spec).
+pub const MAX_PROBE_GRACE_S: u64 = 3600;
+
+/// The accepted range of each numeric probe field, with where it comes from:
+///
+/// | field | range | source |
+/// |---|---|---|
+/// | `periodSeconds`, `timeoutSeconds` | 1–240 | `ContainerAppProbe` in the Microsoft.App spec (`CommonDefinitions.json`, 2025-07-01): "Minimum value is 1. Maximum value is 240." |
+/// | `initialDelaySeconds` | 0–60 | spec says 1–60; 0 accepted because the Terraform azurerm provider sends 0 as its default and the service takes it (inferred) |
+/// | `successThreshold` | 1–10, 1 for liveness and startup | spec: "Must be 1 for liveness and startup. Minimum value is 1. Maximum value is 10." |
+/// | `failureThreshold` readiness | 1–48 | the spec says 1–10, but the service's own default readiness probe uses 48; the azurerm provider (4.80.0) allows 1–48: inferred |
+/// | `failureThreshold` startup | 1–240 | the service's default startup probe uses 240 and labs run with 60 on Azure: inferred |
+/// | `failureThreshold` liveness | 1–30 | azurerm provider limit for liveness: inferred |
+pub fn probe_limit(kind: ProbeKind, field: &str) -> (u64, u64) {
+    match (field, kind) {
+        ("periodSeconds" | "timeoutSeconds", _) => (1, 240),
+        ("initialDelaySeconds", _) => (0, 60),
+        ("successThreshold", _) => (1, 10),
+        ("failureThreshold", ProbeKind::Readiness) => (1, 48),
+        ("failureThreshold", ProbeKind::Startup) => (1, 240),
+        ("failureThreshold", ProbeKind::Liveness) => (1, 30),
+        _ => (0, u64::MAX),
+    }
 }
 
 /// Secrets from `properties.configuration.secrets` (`[{name, value}]`), for `secretRef` env.
@@ -365,6 +417,8 @@ pub struct Knobs {
     pub drain_delay: Duration,
     pub routing_removal_lag: Duration,
     pub ready_policy: ReadyPolicy,
+    /// Platform step durations (tag `localplane.timings`, else `LOCALPLANE_TIMINGS`, else fast).
+    pub timings: crate::timings::Timings,
 }
 
 pub const TAG_DRAIN_DELAY: &str = "localplane.drainDelaySeconds";
@@ -397,7 +451,18 @@ impl Knobs {
                 ));
             }
         };
+        let timings = match get(crate::timings::TAG_TIMINGS) {
+            Some(v) => crate::timings::Timings::parse(v).map_err(|e| {
+                ArmError::bad_request(
+                    "InvalidRequestContent",
+                    format!("tag '{}': {e}", crate::timings::TAG_TIMINGS),
+                )
+            })?,
+            None => crate::timings::Timings::from_env()
+                .map_err(|e| ArmError::bad_request("InvalidRequestContent", e))?,
+        };
         Ok(Knobs {
+            timings,
             drain_delay: Duration::from_secs(num(TAG_DRAIN_DELAY)?),
             routing_removal_lag: Duration::from_millis(num(TAG_ROUTING_LAG)?),
             ready_policy,
@@ -452,6 +517,58 @@ mod tests {
         let t = json!({"containers":[{"name":"s","image":"i","probes":[{"type":"Liveness"}]}]});
         assert_eq!(parse_template(&t, None).unwrap_err().status, 400);
         assert_eq!(parse_template(&json!({}), None).unwrap_err().status, 400);
+    }
+
+    fn probe_with(kind: &str, field: &str, value: u64) -> Value {
+        json!({"containers":[{"name":"s","image":"i","probes":[
+            {"type": kind, "tcpSocket": {"port": 8080}, field: value}]}]})
+    }
+
+    #[test]
+    fn probe_ranges_are_checked_on_both_sides_of_each_boundary() {
+        for (kind, field, lo, hi) in [
+            ("Readiness", "failureThreshold", 1, 48),
+            ("Startup", "failureThreshold", 1, 240),
+            ("Liveness", "failureThreshold", 1, 30),
+            ("Liveness", "periodSeconds", 1, 240),
+            ("Readiness", "timeoutSeconds", 1, 240),
+            ("Startup", "initialDelaySeconds", 0, 60),
+            ("Readiness", "successThreshold", 1, 10),
+        ] {
+            for ok in [lo, hi] {
+                let spec = parse_template(&probe_with(kind, field, ok), None)
+                    .unwrap_or_else(|e| panic!("{kind} {field}={ok}: {e:?}"));
+                assert_eq!(spec.containers[0].probes.len(), 1);
+            }
+            let mut bad = vec![hi + 1];
+            if lo > 0 {
+                bad.push(lo - 1);
+            }
+            for b in bad {
+                let e = parse_template(&probe_with(kind, field, b), None).unwrap_err();
+                assert_eq!(e.status, 400, "{kind} {field}={b}");
+                assert_eq!(e.code, "ContainerAppInvalidProbe", "{kind} {field}={b}");
+            }
+        }
+        // successThreshold must be 1 for liveness and startup.
+        for kind in ["Liveness", "Startup"] {
+            assert!(parse_template(&probe_with(kind, "successThreshold", 2), None).is_err());
+            assert!(parse_template(&probe_with(kind, "successThreshold", 1), None).is_ok());
+        }
+        assert!(
+            parse_template(
+                &probe_with("Liveness", "terminationGracePeriodSeconds", 3600),
+                None
+            )
+            .is_ok()
+        );
+        assert!(
+            parse_template(
+                &probe_with("Liveness", "terminationGracePeriodSeconds", 3601),
+                None
+            )
+            .is_err()
+        );
     }
 
     #[test]

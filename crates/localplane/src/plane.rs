@@ -308,13 +308,14 @@ impl Plane {
         }
     }
 
-    pub fn sup_ctx(&self, notify: Arc<Notify>) -> SupCtx {
+    pub fn sup_ctx(&self, notify: Arc<Notify>, timings: crate::timings::Timings) -> SupCtx {
         SupCtx {
             runtime: self.ctx.runtime.clone(),
             sink: self.ctx.sink.clone(),
             notify,
             shutdown: self.ctx.shutdown.clone(),
             hurry: self.ctx.hurry.clone(),
+            timings,
         }
     }
 
@@ -460,7 +461,7 @@ impl Plane {
                 primary: idx == 0,
                 peers: peers.clone(),
             };
-            let ctx = self.sup_ctx(app.notify.clone());
+            let ctx = self.sup_ctx(app.notify.clone(), app.knobs.timings);
             let grace = rev.spec.grace;
             let tp = if idx == 0 { target_port } else { None };
             let spec = with_default_probes(c.clone(), if idx == 0 { target_port } else { None });
@@ -549,7 +550,7 @@ impl Plane {
                     "",
                     "RevisionReady",
                     Level::Normal,
-                    format!("Revision '{latest_name}' is ready"),
+                    format!("Successfully provisioned revision '{latest_name}'"),
                 );
                 app.revisions[latest_idx].provisioned = true;
             }
@@ -568,8 +569,61 @@ impl Plane {
                         }
                     }
                 }
-                for i in to_stop {
-                    self.deactivate_locked(app, i);
+                let owner = Owner::App {
+                    app: app.name.clone(),
+                    revision: latest_name.clone(),
+                };
+                self.ctx.sink.system(
+                    &owner,
+                    "",
+                    "RevisionUpdate",
+                    Level::Normal,
+                    format!("Revision '{latest_name}' traffic weight set to 100"),
+                );
+                let linger = app.knobs.timings.old_revision_linger;
+                if linger.is_zero() {
+                    for &i in &to_stop {
+                        self.deactivate_locked(app, i);
+                    }
+                    self.complete_rollout(app, &to_stop, latest_name.clone());
+                } else {
+                    // Container Apps keeps the old revision running for a while after the
+                    // switch (recorded: ~38 s), then deactivates it.
+                    let names: Vec<String> = to_stop
+                        .iter()
+                        .map(|&i| app.revisions[i].name.clone())
+                        .collect();
+                    let plane = self.clone();
+                    let app_name = app.name.clone();
+                    let shutdown = self.ctx.shutdown.clone();
+                    self.ctx.tracker.spawn(async move {
+                        tokio::select! {
+                            _ = tokio::time::sleep(linger) => {}
+                            _ = shutdown.cancelled() => return,
+                        }
+                        let mut st = plane.lock();
+                        let Some(app) = st.apps.get_mut(&key(&app_name)) else {
+                            return;
+                        };
+                        // Only what is still an old, active revision without traffic.
+                        let idx: Vec<usize> = app
+                            .revisions
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, r)| {
+                                names.contains(&r.name)
+                                    && r.active
+                                    && r.traffic == 0
+                                    && app.traffic_rev.as_deref() != Some(r.name.as_str())
+                            })
+                            .map(|(i, _)| i)
+                            .collect();
+                        for &i in &idx {
+                            plane.deactivate_locked(app, i);
+                        }
+                        plane.complete_rollout(app, &idx, latest_name);
+                        app.notify.notify_one();
+                    });
                 }
             }
             if app.revisions[latest_idx].provisioned {
@@ -635,12 +689,47 @@ impl Plane {
             "",
             "RevisionDeactivating",
             Level::Normal,
-            format!("Deactivating old revision '{}'", rev.name),
+            format!("Deactivating old revisions for ContainerApp '{}'", app.name),
         );
         let reps = rev.replicas.clone();
         for rep in reps {
             self.retire(app, rep);
         }
+    }
+
+    /// Once the replicas of the deactivated revisions `old` have stopped, writes
+    /// `RollingRevisionCompleted` for revision `new` (caller holds the lock).
+    fn complete_rollout(self: &Arc<Self>, app: &App, old: &[usize], new: String) {
+        if old.is_empty() {
+            return;
+        }
+        let reps: Vec<Arc<Replica>> = old
+            .iter()
+            .filter_map(|&i| app.revisions.get(i))
+            .flat_map(|r| r.replicas.clone())
+            .collect();
+        let owner = Owner::App {
+            app: app.name.clone(),
+            revision: new.clone(),
+        };
+        let sink = self.ctx.sink.clone();
+        let shutdown = self.ctx.shutdown.clone();
+        self.ctx.tracker.spawn(async move {
+            for r in reps {
+                let mut done = r.done.subscribe();
+                tokio::select! {
+                    _ = done.wait_for(|d| *d) => {}
+                    _ = shutdown.cancelled() => return,
+                }
+            }
+            sink.system(
+                &owner,
+                "",
+                "RollingRevisionCompleted",
+                Level::Normal,
+                format!("Rolling revision update to '{new}' completed"),
+            );
+        });
     }
 
     /// Takes a replica out of service with the app's drain knobs: routing removal and SIGTERM
@@ -669,8 +758,9 @@ impl Plane {
         });
     }
 
-    /// Restarts revision `rev` replica by replica: a new one starts, and once it is ready (or
-    /// after its startup budget) the old one is retired.
+    /// Restarts revision `rev` replica by replica, as Container Apps does (recorded): a new
+    /// replica is assigned; once it is ready the next new one is assigned and then the old one
+    /// it replaces is retired (`ManuallyStopped`); after the last, the last old one is retired.
     pub fn restart_revision(self: &Arc<Self>, app_name: &str, rev_name: &str) {
         let plane = self.clone();
         let app_name = app_name.to_string();
@@ -690,6 +780,11 @@ impl Plane {
                     })
                     .unwrap_or_default()
             };
+            let retire = |plane: &Arc<Plane>, app: &App, rep: Arc<Replica>| {
+                rep.retiring.store(false, Ordering::SeqCst);
+                plane.retire(app, rep);
+            };
+            let mut replaced: Option<Arc<Replica>> = None;
             for old_rep in old {
                 let new_rep = {
                     let mut st = plane.lock();
@@ -704,7 +799,12 @@ impl Plane {
                     }
                     // Mark the old one retiring first so reconcile does not add a third.
                     old_rep.retiring.store(true, Ordering::SeqCst);
-                    plane.spawn_replica(app, idx)
+                    let new_rep = plane.spawn_replica(app, idx);
+                    // The previous old replica goes after the next assignment, as recorded.
+                    if let Some(prev) = replaced.take() {
+                        retire(&plane, app, prev);
+                    }
+                    new_rep
                 };
                 let Some(new_rep) = new_rep else { return };
                 let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
@@ -714,10 +814,12 @@ impl Plane {
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
+                replaced = Some(old_rep);
+            }
+            if let Some(prev) = replaced {
                 let st = plane.lock();
                 if let Some(app) = st.apps.get(&key(&app_name)) {
-                    old_rep.retiring.store(false, Ordering::SeqCst);
-                    plane.retire(app, old_rep);
+                    retire(&plane, app, prev);
                 }
             }
         });
@@ -777,4 +879,42 @@ pub fn with_default_probes(
         c.probes.push(mk(ProbeKind::Liveness, 0, 10, 1, 3));
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ContainerSpec, ProbeKind};
+
+    fn container(name: &str) -> ContainerSpec {
+        ContainerSpec {
+            name: name.into(),
+            image: "probelab/subject:dev".into(),
+            command: vec![],
+            args: vec![],
+            env: vec![],
+            probes: vec![],
+        }
+    }
+
+    /// `spawn_replica` passes the ingress target port to the first container only, so a
+    /// sidecar (no port) gets no default probes.
+    #[test]
+    fn default_probes_only_with_a_target_port() {
+        let main = with_default_probes(container("main"), Some(8080));
+        let kinds: Vec<ProbeKind> = main.probes.iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ProbeKind::Startup,
+                ProbeKind::Readiness,
+                ProbeKind::Liveness
+            ]
+        );
+        assert!(
+            with_default_probes(container("sidecar"), None)
+                .probes
+                .is_empty()
+        );
+    }
 }

@@ -73,16 +73,18 @@ pub async fn run_probe(
     host: IpAddr,
     port_override: Option<u16>,
 ) -> Result<(), String> {
-    let kind = probe.kind.word();
+    let kind = log_word(probe.kind);
     let secs = probe.timeout.as_secs();
     let fut = async {
         match &probe.action {
             ProbeAction::Tcp { port } => {
                 let addr = SocketAddr::new(host, port_override.unwrap_or(*port));
+                // Container Apps reports a failed TCP connect as status code 1, whatever the
+                // socket error was.
                 TcpStream::connect(addr)
                     .await
                     .map(|_| ())
-                    .map_err(|e| format!("Probe of {kind} failed with connection error: {e}"))
+                    .map_err(|_| format!("Probe of {kind} failed with status code: 1"))
             }
             ProbeAction::Http {
                 path,
@@ -140,6 +142,15 @@ async fn http_get(
         Ok(())
     } else {
         Err(format!("status code: {code}"))
+    }
+}
+
+/// The probe type as Container Apps writes it in `Probe of <word> failed ...` rows: `StartUp`,
+/// `Readiness`, `Liveness`.
+pub fn log_word(kind: crate::model::ProbeKind) -> &'static str {
+    match kind {
+        crate::model::ProbeKind::Startup => "StartUp",
+        other => other.word(),
     }
 }
 
@@ -209,7 +220,13 @@ mod tests {
         let e = run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
             .await
             .unwrap_err();
-        assert!(e.starts_with("Probe of Readiness failed with"), "{e}");
+        assert_eq!(e, "Probe of Readiness failed with status code: 1");
+        p.kind = ProbeKind::Startup;
+        let e = run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
+            .await
+            .unwrap_err();
+        assert_eq!(e, "Probe of StartUp failed with status code: 1");
+        p.kind = ProbeKind::Readiness;
 
         // An HTTP server answering 503.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

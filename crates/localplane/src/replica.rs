@@ -16,9 +16,9 @@ use crate::prober::{Counter, run_probe, sleep_or};
 use crate::runtime::{LaunchSpec, Runtime, wait_exit};
 
 /// Kubelet's crash-loop back-off: first restart at once, then 10 s doubling to 300 s, reset
-/// after 10 minutes of running.
-pub const BACKOFF_INITIAL: Duration = Duration::from_secs(10);
-pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// after 10 minutes of running. (`recorded` timings cap it lower: [`crate::timings`].)
+pub const BACKOFF_INITIAL: Duration = crate::timings::KUBELET_BACKOFF_INITIAL;
+pub const BACKOFF_MAX: Duration = crate::timings::KUBELET_BACKOFF_MAX;
 pub const BACKOFF_RESET: Duration = Duration::from_secs(600);
 
 /// What the ARM API reports for one container of a replica.
@@ -147,6 +147,8 @@ pub struct SupCtx {
     pub shutdown: CancellationToken,
     /// Cuts every grace period short (a second Ctrl-C/SIGTERM): SIGKILL at once.
     pub hurry: CancellationToken,
+    /// The app's platform step durations (provisioning delay, back-off).
+    pub timings: crate::timings::Timings,
 }
 
 enum Outcome {
@@ -167,6 +169,15 @@ pub async fn supervise(
 ) {
     let mut backoff = Duration::ZERO;
     let mut first = true;
+    // Between `AssigningReplica` and the first start: image pull and scheduling on Azure.
+    if !ctx.timings.provision.is_zero() {
+        let stop = rep.cancel.clone();
+        let shut = ctx.shutdown.clone();
+        tokio::select! {
+            _ = sleep_or(ctx.timings.provision, &stop) => {}
+            _ = shut.cancelled() => {}
+        }
+    }
     loop {
         if rep.cancel.is_cancelled() || ctx.shutdown.is_cancelled() {
             break;
@@ -200,7 +211,7 @@ pub async fn supervise(
             }
             rep.update(idx, |s| s.restart_count += 1);
             // kubelet restarts the first time at once, then waits 10 s, 20 s, ... 300 s.
-            backoff = next_backoff(backoff);
+            backoff = ctx.timings.next_backoff(backoff);
         }
         first = false;
         let sys = |reason: &str, level: Level, msg: String| {
@@ -255,6 +266,16 @@ pub async fn supervise(
         let outcome = run_container(&ctx, &rep, idx, &spec, &launched, &mut exit).await;
         let (kill_grace, term_msg) = match &outcome {
             Outcome::ProbeKill(kind) => {
+                // kubelet's `Killing` event, worded as Container Apps prints it.
+                sys(
+                    "Killing",
+                    Level::Warning,
+                    format!(
+                        "Container {} failed {} probe, will be restarted",
+                        spec.name,
+                        kind.word().to_ascii_lowercase()
+                    ),
+                );
                 let g = spec
                     .probe(*kind)
                     .and_then(|p| p.grace)
@@ -274,6 +295,15 @@ pub async fn supervise(
                     spec.name
                 )),
             ),
+            // Retired by the platform (rollout, restart, deactivation, delete) as Container
+            // Apps words it; localplane's own shutdown writes nothing.
+            Outcome::Stop if rep.cancel.is_cancelled() => (
+                Some(template_grace),
+                Some(format!(
+                    "Container '{}' was terminated with exit code '' and reason 'ManuallyStopped'",
+                    spec.name
+                )),
+            ),
             Outcome::Stop => (Some(template_grace), None),
         };
         if let Some(msg) = term_msg {
@@ -284,7 +314,19 @@ pub async fn supervise(
             ctx.notify.notify_one();
         }
         if let Some(grace) = kill_grace {
-            stop_with_grace(&ctx.runtime, &launched.id, &mut exit, grace, &ctx.hurry).await;
+            let code = stop_with_grace(&ctx.runtime, &launched.id, &mut exit, grace, &ctx.hurry).await;
+            if matches!(outcome, Outcome::ProbeKill(_)) {
+                // After the `ProbeFailure` row, the killed container's own exit (137 when the
+                // grace period ran out): not a second restart.
+                sys(
+                    "ContainerTerminated",
+                    Level::Warning,
+                    format!(
+                        "Container '{}' was terminated with exit code '{code}'",
+                        spec.name
+                    ),
+                );
+            }
         }
         ctx.runtime.remove(&launched.id).await;
         let stopping = matches!(outcome, Outcome::Stop);
@@ -501,6 +543,7 @@ mod tests {
             notify: Arc::new(Notify::new()),
             shutdown: CancellationToken::new(),
             hurry: CancellationToken::new(),
+            timings: crate::timings::Timings::FAST,
         };
         let spec = ContainerSpec {
             name: "subject".into(),
