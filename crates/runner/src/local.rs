@@ -81,6 +81,7 @@ pub async fn status(state_dir: &Path) -> Result<Option<(LocalState, bool)>, RunE
     let Some(s) = read(state_dir)? else {
         return Ok(None);
     };
+    arm::tls::install_provider();
     let healthy = alive(s.pid)
         && reqwest::Client::new()
             .get(format!("{}/localplane/healthz", s.base_url))
