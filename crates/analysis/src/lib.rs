@@ -4,14 +4,17 @@
 //! per-run windows ([`model::Acc`], streaming), and computes the tables Q1–Q7, the error
 //! forensics and the extra analyses ([`rule`], [`timeline`]), the gates and the verdict
 //! ([`verdict`]). [`pack::write`] writes them as an evidence pack: `tables/*.{json,tsv}`,
-//! `gates.json`, `verdict.json`, `report.md` ([`report`]) with `charts/*.svg` ([`charts`]), and
-//! `manifest.sha256`, every file atomically.
+//! `gates.json`, `verdict.json`, `report.md` ([`report`]) with `charts/*.svg` ([`charts`]: the
+//! shared-time-axis timeline of [`timeline_svg`]), `report.html` ([`html`]: the same, one
+//! self-contained page) and `manifest.sha256`, every file atomically.
 //!
 //! **Invariant:** analysis does no network I/O and never writes outside the output directory.
 
 pub mod charts;
 pub mod checks;
+pub mod events;
 pub mod evidence;
+pub mod html;
 pub mod input;
 pub mod lab;
 pub mod model;
@@ -21,6 +24,7 @@ pub mod rule;
 pub mod runs;
 pub mod table;
 pub mod timeline;
+pub mod timeline_svg;
 pub mod ts;
 pub mod verdict;
 
@@ -28,6 +32,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+pub use events::EventSummary;
 pub use evidence::{Level, Statement};
 pub use lab::LabFile;
 pub use rule::{BucketRow, Rule, RunSummary, Streak};
@@ -88,6 +93,8 @@ pub struct Analysis {
     pub q2: Vec<BucketRow>,
     pub runs: Vec<RunSummary>,
     pub streaks: Vec<Streak>,
+    /// Every fired event of `runs.json` (empty without one), as report.md and report.html list it.
+    pub events: Vec<EventSummary>,
     pub tables: Vec<Table>,
     pub gates: Vec<Gate>,
     pub verdict: Verdict,
@@ -241,6 +248,8 @@ pub fn compute_with_runs(
         q2,
         runs,
         streaks,
+        // Branch a's events::evaluate fills this (CONTRACT.md); until its merge, none.
+        events: Vec::new(),
         tables,
         gates,
         verdict,

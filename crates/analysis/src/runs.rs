@@ -74,6 +74,10 @@ pub struct ActionRec {
     pub dur_ms: u64,
     #[serde(default)]
     pub detail: String,
+    /// The event's own perturbation id (`<step>-event-<N>-<stamp>`); absent in packs written
+    /// before per-event ids.
+    #[serde(default)]
+    pub perturbation_id: Option<String>,
 }
 
 impl RunsFile {

@@ -83,7 +83,8 @@ fn report_rewrites_report_and_charts_of_a_pack() {
     let (code, text) = labctl(&["report", &pack.display().to_string()]);
     assert_eq!(code, 0, "{text}");
     assert!(pack.join("report.md").is_file());
-    assert!(pack.join("charts/system-events.svg").is_file());
+    assert!(pack.join("report.html").is_file());
+    assert!(pack.join("charts/timeline.svg").is_file());
     assert!(pack.join("manifest.sha256").is_file());
     assert!(
         !pack.join("verdict.json").exists(),
