@@ -91,3 +91,19 @@ fn report_rewrites_report_and_charts_of_a_pack() {
         "report leaves the tables to analyze"
     );
 }
+
+#[test]
+fn the_dashboard_listens_on_127_0_0_1_only() {
+    let (code, text) = labctl(&[
+        "lab",
+        "run",
+        "labs/startup-degraded.toml",
+        "--dashboard",
+        "0.0.0.0:8088",
+    ]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("127.0.0.1 only"), "{text}");
+    let (code, text) = labctl(&["lab", "run", "--help"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("--dashboard"), "{text}");
+}
