@@ -477,7 +477,7 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
     let strip_top = p_rep.top + p_rep.h + gap;
     let strip_h = row_h * reasons.len().max(1) as f64;
     let axis_y = strip_top + strip_h;
-    let height = axis_y + 46.0;
+    let height = axis_y + 54.0;
 
     let mut svg = String::new();
     let _ = write!(
@@ -492,9 +492,14 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
     );
     let _ = write!(
         svg,
-        r##"<text x="{:.1}" y="18" text-anchor="end" fill="#555">{} windows · one clock for every panel · markers: perturbation events</text>"##,
+        r##"<text x="{:.1}" y="18" text-anchor="end" fill="#555">{} s windows · one clock for every panel · {}</text>"##,
         LEFT + PW,
-        esc(&format!("{} s", wms / 1000))
+        wms / 1000,
+        if markers.is_empty() {
+            "no fired event recorded (no runs.json): dashed lines are the samplers' windows"
+        } else {
+            "red lines: the perturbation events"
+        }
     );
 
     // Step bands behind every panel.
@@ -802,12 +807,41 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
     if outside > 0 {
         let _ = write!(
             svg,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#777">{outside} system event(s) outside this span not shown</text>"##,
-            LEFT + PW,
-            axis_y + 34.0
+            r##"<text x="8" y="{:.1}" fill="#777">{outside} system event(s) outside this span not shown</text>"##,
+            axis_y + 46.0
         );
     }
     let _ = write!(svg, "</g>");
+
+    // Without fired events (no runs.json: logs pulled or exported by hand), the samplers'
+    // windows, dashed and labelled as such: they bracket the perturbations, they do not date them.
+    if markers.is_empty() {
+        let _ = write!(svg, r#"<g class="sampler-windows">"#);
+        for m in a.acc.markers.iter().filter(|m| ax.inside(m.ts.epoch_ms())) {
+            let x = ax.x(m.ts.epoch_ms());
+            let phase = match m.phase {
+                labkit::event::MarkerPhase::Start => "start",
+                labkit::event::MarkerPhase::End => "end",
+            };
+            let _ = write!(
+                svg,
+                r##"<g class="sampler-window" data-phase="{phase}"><line x1="{x:.1}" y1="{band_top:.1}" x2="{x:.1}" y2="{axis_y:.1}" stroke="#555" stroke-dasharray="4,3"/><text x="{:.1}" y="{:.1}" fill="#555"{}>window {phase}</text><title>{}</title></g>"##,
+                if phase == "end" { x - 2.0 } else { x + 2.0 },
+                title_h + 14.0,
+                if phase == "end" {
+                    r#" text-anchor="end""#
+                } else {
+                    ""
+                },
+                esc(&format!(
+                    "sampler window {phase} {} {}",
+                    iso_s(m.ts.epoch_ms()),
+                    m.perturbation_id.as_deref().unwrap_or("")
+                ))
+            );
+        }
+        let _ = write!(svg, "</g>");
+    }
 
     // Perturbation markers across every panel, on top.
     let _ = write!(svg, r#"<g class="perturbation-markers">"#);

@@ -224,3 +224,24 @@ fn report_html_lists_gates_then_timeline_then_each_event() {
     assert!(live.contains("live: step 2/4"));
     assert!(live.contains("No per-event summary"));
 }
+
+/// A pack without runs.json (logs pulled by hand): no event to mark, so the samplers' windows
+/// are drawn instead, labelled as windows, never as perturbation events.
+#[test]
+fn without_runs_json_the_sampler_windows_are_drawn_and_called_so() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rollout-pack");
+    let opts = Options {
+        lab: find_lab(None, Some(&dir)),
+        ..Options::default()
+    };
+    let a = analyze(&[dir.join("logs")], &opts).unwrap();
+    assert!(a.runs_file.is_err());
+    let svg = timeline_svg::lab(&a).unwrap();
+    assert!(!svg.contains(r#"class="perturbation-marker""#));
+    assert!(!a.acc.markers.is_empty());
+    assert_eq!(
+        svg.matches(r#"class="sampler-window""#).count(),
+        a.acc.markers.len()
+    );
+    assert!(svg.contains("dashed lines are the samplers' windows"));
+}
