@@ -4,8 +4,9 @@
 //! per-run windows ([`model::Acc`], streaming), and computes the tables Q1–Q7, the error
 //! forensics and the extra analyses ([`rule`], [`timeline`]), the gates and the verdict
 //! ([`verdict`]). [`pack::write`] writes them as an evidence pack: `tables/*.{json,tsv}`,
-//! `gates.json`, `verdict.json`, `report.md` ([`report`]) with `charts/*.svg` ([`charts`]), and
-//! `manifest.sha256`, every file atomically.
+//! `gates.json`, `verdict.json`, `report.md` ([`report`]) with `charts/*.svg` ([`charts`]: the
+//! shared-time-axis timeline of [`timeline_svg`]), `report.html` ([`html`]: the same, one
+//! self-contained page) and `manifest.sha256`, every file atomically.
 //!
 //! **Invariant:** analysis does no network I/O and never writes outside the output directory.
 
@@ -13,6 +14,7 @@ pub mod charts;
 pub mod checks;
 pub mod events;
 pub mod evidence;
+pub mod html;
 pub mod input;
 pub mod lab;
 pub mod model;
@@ -22,6 +24,7 @@ pub mod rule;
 pub mod runs;
 pub mod table;
 pub mod timeline;
+pub mod timeline_svg;
 pub mod ts;
 pub mod verdict;
 

@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::{Analysis, Error, charts, inputs_summary, report};
+use crate::{Analysis, Error, charts, html, inputs_summary, report};
 
 /// Which parts to (re)write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Parts {
-    /// Tables, gates, verdict, inputs summary, report and charts.
+    /// Tables, gates, verdict, inputs summary, report.md, report.html and charts.
     All,
-    /// Only report.md and charts (plus the manifest).
+    /// Only report.md, report.html and charts (plus the manifest).
     Report,
 }
 
@@ -65,6 +65,7 @@ pub fn write(a: &Analysis, out: &Path, parts: Parts) -> Result<Vec<PathBuf>, Err
         }
     }
     let chart_files = charts::render(a)?;
+    remove_stale_charts(&out.join("charts"), &chart_files)?;
     for (name, svg) in &chart_files {
         let p = out.join("charts").join(name);
         write_atomic(&p, svg.as_bytes())?;
@@ -75,8 +76,31 @@ pub fn write(a: &Analysis, out: &Path, parts: Parts) -> Result<Vec<PathBuf>, Err
     let p = out.join("report.md");
     write_atomic(&p, md.as_bytes())?;
     written.push(p);
+    let page = html::render(a, &a.events, &html::HtmlOptions::default());
+    let p = out.join(html::REPORT_HTML);
+    write_atomic(&p, page.as_bytes())?;
+    written.push(p);
     written.push(write_manifest(out)?);
     Ok(written)
+}
+
+/// Removes the `*.svg` files under `charts/` this analysis does not write (an older analysis's
+/// charts), so the pack and its manifest hold only charts of the current report.
+fn remove_stale_charts(dir: &Path, keep: &[(String, String)]) -> Result<(), Error> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".svg") && !keep.iter().any(|(k, _)| *k == name) {
+            let p = entry.path();
+            std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes `manifest.sha256` over every file under `dir` (except itself and temp files).

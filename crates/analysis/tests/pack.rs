@@ -114,9 +114,8 @@ fn rollout_pack_files_manifest_and_report_snapshot() {
         "tables/q1-per-run-summary.json",
         "tables/q2-buckets-10s.tsv",
         "tables/q7-system-events.tsv",
-        "charts/perturbation-r1-err-pct.svg",
-        "charts/perturbation-r1-revision-share.svg",
-        "charts/system-events.svg",
+        "report.html",
+        "charts/timeline.svg",
     ] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }

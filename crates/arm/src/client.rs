@@ -172,7 +172,7 @@ impl ArmClient {
                 cfg.endpoint
             )));
         }
-        let http = reqwest::Client::builder()
+        let http = crate::tls::client_builder()
             .user_agent(concat!("probelab-arm/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(cfg.call_timeout.min(Duration::from_secs(10)))
             .pool_idle_timeout(Duration::from_secs(60))

@@ -8,6 +8,7 @@
 //! - [`token`]: [`TokenSource`] — managed identity, Azure CLI or none (`ARM_TOKEN_SOURCE`),
 //!   cached and refreshed before expiry, never logged.
 //! - [`error`]: [`ArmError`], carrying the ARM error code and message.
+//! - [`tls`]: the one crypto provider (rustls + ring) every HTTP client is built with.
 //!
 //! The same client talks to Azure and to localplane: only `ARM_ENDPOINT` differs.
 
@@ -16,10 +17,13 @@ pub mod error;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod models;
+pub mod tls;
 pub mod token;
 
 #[cfg(test)]
 mod client_tests;
+#[cfg(test)]
+mod https_tests;
 
 pub use client::{ArmClient, ClientConfig, RetryPolicy, Scope, fresh_revision_suffix};
 pub use error::ArmError;

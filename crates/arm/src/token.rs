@@ -280,6 +280,8 @@ impl TokenSource {
         scope: &str,
     ) -> Result<Self, ArmError> {
         env.log_presence();
+        // azure_identity's credentials fetch tokens through azure_core's reqwest client.
+        crate::tls::install_provider();
         let kind = resolve_kind(requested, env, endpoint);
         tracing::info!(
             requested = %requested,

@@ -84,7 +84,8 @@ fn report_rewrites_report_and_charts_of_a_pack() {
     let (code, text) = labctl(&["report", &pack.display().to_string()]);
     assert_eq!(code, 0, "{text}");
     assert!(pack.join("report.md").is_file());
-    assert!(pack.join("charts/system-events.svg").is_file());
+    assert!(pack.join("report.html").is_file());
+    assert!(pack.join("charts/timeline.svg").is_file());
     assert!(pack.join("manifest.sha256").is_file());
     assert!(
         !pack.join("verdict.json").exists(),
@@ -300,4 +301,18 @@ fn lab_help_teaches_list_show_and_run() {
     ] {
         assert!(text.contains(w), "{w} in lab show --help: {text}");
     }
+#[test]
+fn the_dashboard_listens_on_127_0_0_1_only() {
+    let (code, text) = labctl(&[
+        "lab",
+        "run",
+        "labs/startup-degraded.toml",
+        "--dashboard",
+        "0.0.0.0:8088",
+    ]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("127.0.0.1 only"), "{text}");
+    let (code, text) = labctl(&["lab", "run", "--help"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("--dashboard"), "{text}");
 }

@@ -48,7 +48,7 @@ pub struct Actor {
 
 impl Actor {
     pub fn new(target: Arc<Target>, token: Option<String>, scale: f64) -> Result<Self, RunError> {
-        let http = reqwest::Client::builder()
+        let http = arm::tls::client_builder()
             .pool_max_idle_per_host(0)
             .build()
             .map_err(|e| RunError::Config(format!("cannot build the HTTP client: {e}")))?;

@@ -231,7 +231,7 @@ pub const SERVING_STREAK: u32 = 5;
 /// (the positive control) is "ready" long before it serves, and a baseline started then would
 /// measure the warm-up instead of the steady state.
 pub async fn wait_serving(t: &Target, lab: &Lab, timeout: Duration) -> Result<(), RunError> {
-    let http = reqwest::Client::builder()
+    let http = arm::tls::client_builder()
         .timeout(Duration::from_secs(5))
         .pool_max_idle_per_host(0)
         .build()

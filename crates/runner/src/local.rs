@@ -106,6 +106,7 @@ pub async fn status(state_dir: &Path) -> Result<Option<(LocalState, bool)>, RunE
     let Some(s) = read(state_dir)? else {
         return Ok(None);
     };
+    arm::tls::install_provider();
     // A localplane that requires a token answers 401 without it: it is up all the same.
     let healthy = alive(s.pid)
         && reqwest::Client::new()

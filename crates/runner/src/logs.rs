@@ -331,7 +331,7 @@ pub async fn pull(o: &PullOptions) -> Result<usize, RunError> {
     let endpoint = url::Url::parse(&o.endpoint)
         .map_err(|e| RunError::Config(format!("Log Analytics endpoint {}: {e}", o.endpoint)))?;
     let token = TokenSource::build(o.token, &IdentityEnv::from_process(), &endpoint, SCOPE)?;
-    let http = reqwest::Client::builder()
+    let http = arm::tls::client_builder()
         .timeout(Duration::from_secs(300))
         .build()
         .map_err(|e| RunError::Config(format!("cannot build the HTTP client: {e}")))?;

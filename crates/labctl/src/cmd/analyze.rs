@@ -10,7 +10,7 @@ use super::RuleArgs;
 use crate::exit;
 
 /// Analyse logs into an evidence pack: tables/q1..q7 (+ forensics and extras) as .json and .tsv,
-/// gates.json, verdict.json, inputs.json, report.md, charts/*.svg, manifest.sha256.
+/// gates.json, verdict.json, inputs.json, report.md, report.html, charts/*.svg, manifest.sha256.
 ///
 /// Inputs are auto-detected and can be mixed: ContainerAppConsoleLogs_CL /
 /// ContainerAppSystemLogs_CL NDJSON rows, raw stdout of the probelab images, Log Analytics query
@@ -112,6 +112,10 @@ pub fn print_summary(a: &analysis::Analysis, out: &std::path::Path) {
         println!("  unparseable {loc}: {text}");
     }
     println!("report: {}", out.join("report.md").display());
+    println!(
+        "report.html: {}",
+        out.join(analysis::html::REPORT_HTML).display()
+    );
 }
 
 #[cfg(test)]

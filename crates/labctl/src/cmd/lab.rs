@@ -167,6 +167,19 @@ pub struct RunArgs {
     pub ready_timeout: Duration,
     #[arg(long, value_enum, default_value = "auto")]
     pub progress: Progress,
+    /// Serve a live view while the run goes: report.html of the pack so far, re-rendered and
+    /// reloaded every rule window, at http://127.0.0.1:PORT/ (127.0.0.1 only; port 0 picks a
+    /// free one; without a value 127.0.0.1:8088). It stops with the run. Give LAB first, or
+    /// write `--dashboard=ADDR`, so LAB is not taken for the address.
+    #[arg(
+        long,
+        env = "PROBELAB_DASHBOARD",
+        value_name = "127.0.0.1:PORT",
+        num_args = 0..=1,
+        default_missing_value = super::dashboard::DEFAULT_ADDR,
+        value_parser = super::dashboard::parse_addr
+    )]
+    pub dashboard: Option<std::net::SocketAddr>,
     /// Multiply every duration of the schedule (for tests; the rule is never scaled).
     #[arg(long, default_value_t = 1.0, hide = true)]
     pub time_scale: f64,
@@ -518,6 +531,8 @@ fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
             },
         }),
     };
+    let out_dir = a.out.clone();
+    let dashboard = a.dashboard;
     let mut opts = RunOptions::new(lab, &a.profile, target, a.out);
     opts.ready_timeout = a.ready_timeout;
     opts.start_mode = a.mode;
@@ -552,7 +567,25 @@ fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
                 }
             }
         });
-        let out = runner::run_lab(opts).await?;
+        let live = match dashboard {
+            Some(addr) => {
+                let before: HashSet<OsString> = std::fs::read_dir(&out_dir)
+                    .map(|rd| rd.filter_map(Result::ok).map(|e| e.file_name()).collect())
+                    .unwrap_or_default();
+                let d = super::dashboard::Dashboard::start(addr, out_dir, before, None).await?;
+                eprintln!(
+                    "dashboard: http://{}/ (the pack so far, reloaded every window; stops with the run)",
+                    d.addr()
+                );
+                Some(d)
+            }
+            None => None,
+        };
+        let out = runner::run_lab(opts).await;
+        if let Some(d) = live {
+            d.stop();
+        }
+        let out = out?;
         eprintln!("wall time: {:.0} s", out.wall.as_secs_f64());
         if let Some(e) = out.error {
             eprintln!(

@@ -1,4 +1,4 @@
-//! `labctl report DIR`: re-render report.md and charts of an evidence pack from its logs (and its
+//! `labctl report DIR`: re-render report.md, report.html and charts of an evidence pack from its logs (and its
 //! lab.toml), refresh the manifest, and print the report's path. Tables are left as they are;
 //! run `analyze` to rewrite them.
 
@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use super::RuleArgs;
 use crate::exit;
 
-/// Re-render report.md and charts/*.svg of an evidence pack (exit 0 whatever the verdict).
+/// Re-render report.md, report.html and charts/*.svg of an evidence pack (exit 0 whatever the verdict).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The evidence directory (its `logs/` folder, or every log file in it, is read).

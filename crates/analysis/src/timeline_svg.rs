@@ -1,0 +1,946 @@
+//! The shared-time-axis timeline: one SVG whose panels share one clock, so a reader sees the
+//! story of a lab (event fired → new revision → switch → errors or none) in one picture.
+//!
+//! Panels, top to bottom: the steps as bands; err_pct per rule window with the threshold (bad
+//! windows as red dots); p50/p99 latency; the share of responses per revision (`served_by`);
+//! replicas per revision (counted from the samplers' `ReplicaInventorySample` ticks); the system
+//! events as a strip, one row per reason. A vertical marker crosses every panel at each fired
+//! perturbation event (`runs.json` actions, one per step and event). Window values are drawn
+//! at the window's middle; markers and system events at their own time.
+//!
+//! Hand-written SVG (no scripts, no external references), deterministic for a given analysis.
+//! Elements carry `class`/`data-*` attributes (`perturbation-marker`, `data-panel`) so a test
+//! can find them in the DOM.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use crate::Analysis;
+use crate::rule::BucketRow;
+use crate::ts::{iso_s, parse_ms};
+
+const W: f64 = 1100.0;
+const LEFT: f64 = 170.0;
+const RIGHT: f64 = 24.0;
+const PW: f64 = W - LEFT - RIGHT;
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+];
+const MARKER: &str = "#d62728";
+
+/// One fired perturbation event (the earliest action record of a step's event).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Marker {
+    pub step: String,
+    pub event: u32,
+    pub kind: String,
+    pub ts_ms: i64,
+    pub perturbation_id: Option<String>,
+    /// `ok` unless an action record of the event failed.
+    pub outcome: String,
+}
+
+/// Every fired event of `runs.json` (none without one), in time order.
+pub fn markers(a: &Analysis) -> Vec<Marker> {
+    let Ok(rf) = &a.runs_file else {
+        return Vec::new();
+    };
+    let mut by: BTreeMap<(String, u32), Marker> = BTreeMap::new();
+    for s in &rf.steps {
+        for act in &s.actions {
+            let Some(ts) = parse_ms(&act.ts) else {
+                continue;
+            };
+            let m = by.entry((s.name.clone(), act.event)).or_insert(Marker {
+                step: s.name.clone(),
+                event: act.event,
+                kind: act.kind.clone(),
+                ts_ms: ts,
+                perturbation_id: act.perturbation_id.clone(),
+                outcome: "ok".into(),
+            });
+            m.ts_ms = m.ts_ms.min(ts);
+            if m.perturbation_id.is_none() {
+                m.perturbation_id = act.perturbation_id.clone();
+            }
+            if act.outcome != "ok" {
+                m.outcome = act.outcome.clone();
+            }
+        }
+    }
+    let mut v: Vec<Marker> = by.into_values().collect();
+    v.sort_by(|a, b| (a.ts_ms, &a.step, a.event).cmp(&(b.ts_ms, &b.step, b.event)));
+    v
+}
+
+/// A step of `runs.json` with its time span (end: the next step's start, or the data's end).
+#[derive(Clone, Debug)]
+pub struct StepSpan {
+    pub name: String,
+    pub phase: String,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub has_actions: bool,
+}
+
+fn data_span(a: &Analysis) -> Option<(i64, i64)> {
+    let w = a.acc.window_ms;
+    let lo = a.q2.iter().map(|r| r.start_ms).min()?;
+    let hi = a.q2.iter().map(|r| r.start_ms + w).max()?;
+    Some((lo, hi))
+}
+
+/// The steps of `runs.json` (none without one).
+pub fn steps(a: &Analysis) -> Vec<StepSpan> {
+    let Ok(rf) = &a.runs_file else {
+        return Vec::new();
+    };
+    let data_end = data_span(a).map(|s| s.1);
+    let mut out: Vec<StepSpan> = Vec::new();
+    let starts: Vec<Option<i64>> = rf.steps.iter().map(|s| s.start_ms()).collect();
+    for (i, s) in rf.steps.iter().enumerate() {
+        let Some(start) = starts[i] else { continue };
+        let end = s
+            .end_ms()
+            .or_else(|| starts.get(i + 1).copied().flatten())
+            .or(data_end)
+            .unwrap_or(start)
+            .max(start);
+        out.push(StepSpan {
+            name: s.name.clone(),
+            phase: s.phase.clone(),
+            start_ms: start,
+            end_ms: end,
+            has_actions: !s.actions.is_empty(),
+        });
+    }
+    out
+}
+
+/// The whole lab's span: the first step's start (else the first window) to the last step's end
+/// (else the last window's end). `None` when there is nothing to draw.
+pub fn lab_span(a: &Analysis) -> Option<(i64, i64)> {
+    let st = steps(a);
+    let d = data_span(a);
+    let lo = st.iter().map(|s| s.start_ms).min().or(d.map(|d| d.0))?;
+    let hi = st
+        .iter()
+        .map(|s| s.end_ms)
+        .max()
+        .into_iter()
+        .chain(d.map(|d| d.1))
+        .max()?;
+    Some((lo, hi.max(lo + 1000)))
+}
+
+/// XML text escaping (also for attribute values).
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+struct Axis {
+    t0: i64,
+    t1: i64,
+}
+
+impl Axis {
+    fn x(&self, ms: i64) -> f64 {
+        LEFT + (ms - self.t0) as f64 / (self.t1 - self.t0).max(1) as f64 * PW
+    }
+    fn inside(&self, ms: i64) -> bool {
+        ms >= self.t0 && ms <= self.t1
+    }
+}
+
+/// A "nice" tick step for `span` (same unit) aiming at about `n` ticks.
+fn nice_step(span: f64, n: f64) -> f64 {
+    let raw = (span / n).max(f64::MIN_POSITIVE);
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * mag
+}
+
+fn fmt_num(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').to_owned()
+    }
+}
+
+fn fmt_rel(s: i64) -> String {
+    if s % 60 == 0 {
+        format!("+{}m", s / 60)
+    } else {
+        format!("+{}m{:02}s", s / 60, s % 60)
+    }
+}
+
+/// One value panel: its box and y scale.
+struct Panel {
+    top: f64,
+    h: f64,
+    ymax: f64,
+}
+
+impl Panel {
+    fn y(&self, v: f64) -> f64 {
+        self.top + self.h - (v / self.ymax).clamp(0.0, 1.05) * self.h
+    }
+}
+
+fn panel_frame(svg: &mut String, p: &Panel, name: &str, title: &str, unit: &str) {
+    let _ = write!(
+        svg,
+        r##"<g class="panel" data-panel="{name}"><rect x="{LEFT}" y="{:.1}" width="{PW}" height="{:.1}" fill="none" stroke="#999"/>"##,
+        p.top, p.h
+    );
+    let _ = write!(
+        svg,
+        r##"<text x="8" y="{:.1}" font-weight="bold">{}</text><text x="8" y="{:.1}" fill="#555">{}</text>"##,
+        p.top + 24.0,
+        esc(title),
+        p.top + 38.0,
+        esc(unit)
+    );
+    let step = nice_step(p.ymax, 3.0);
+    let mut v = 0.0;
+    while v <= p.ymax + 1e-9 {
+        let y = p.y(v);
+        let _ = write!(
+            svg,
+            r##"<line x1="{:.1}" y1="{y:.1}" x2="{LEFT}" y2="{y:.1}" stroke="#999"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{}</text>"##,
+            LEFT - 4.0,
+            LEFT - 6.0,
+            y + 4.0,
+            fmt_num(v)
+        );
+        if v > 0.0 {
+            let _ = write!(
+                svg,
+                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#eee"/>"##,
+                LEFT + PW
+            );
+        }
+        v += step;
+    }
+}
+
+fn legend(svg: &mut String, p: &Panel, items: &[(String, String, bool)]) {
+    // Right-aligned, just above the panel's box: (label, colour, dashed).
+    let mut x = LEFT + PW - 6.0;
+    for (label, color, dashed) in items.iter().rev() {
+        let w = 7.0 * label.chars().count() as f64 + 26.0;
+        x -= w;
+        let dash = if *dashed {
+            r#" stroke-dasharray="5,3""#
+        } else {
+            ""
+        };
+        let _ = write!(
+            svg,
+            r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="14" fill="#fff" fill-opacity="0.85"/><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2"{dash}/><text x="{:.1}" y="{:.1}">{}</text>"##,
+            x - 2.0,
+            p.top - 15.0,
+            w,
+            x,
+            p.top - 8.0,
+            x + 16.0,
+            p.top - 8.0,
+            x + 20.0,
+            p.top - 4.0,
+            esc(label)
+        );
+    }
+}
+
+/// Polylines through `(ms, value)` points, broken where consecutive points are more than `gap`
+/// apart (a run ends, the load paused).
+fn polylines(svg: &mut String, ax: &Axis, p: &Panel, pts: &[(i64, f64)], gap: i64, style: &str) {
+    let mut seg: Vec<(i64, f64)> = Vec::new();
+    let flush = |svg: &mut String, seg: &mut Vec<(i64, f64)>| {
+        if seg.len() == 1 {
+            let (t, v) = seg[0];
+            let _ = write!(
+                svg,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="1.8" {style}/>"#,
+                ax.x(t),
+                p.y(v)
+            );
+        } else if seg.len() > 1 {
+            let pts: Vec<String> = seg
+                .iter()
+                .map(|&(t, v)| format!("{:.1},{:.1}", ax.x(t), p.y(v)))
+                .collect();
+            let _ = write!(
+                svg,
+                r#"<polyline fill="none" {style} points="{}"/>"#,
+                pts.join(" ")
+            );
+        }
+        seg.clear();
+    };
+    for &(t, v) in pts {
+        if !ax.inside(t) {
+            continue;
+        }
+        if seg.last().is_some_and(|&(lt, _)| t - lt > gap) {
+            flush(svg, &mut seg);
+        }
+        seg.push((t, v));
+    }
+    flush(svg, &mut seg);
+}
+
+/// Rows of the main scenario, per run, in time order.
+fn main_rows(a: &Analysis) -> BTreeMap<&str, Vec<&BucketRow>> {
+    let mut by: BTreeMap<&str, Vec<&BucketRow>> = BTreeMap::new();
+    for r in a.q2.iter().filter(|r| r.scenario == "main") {
+        by.entry(r.run_id.as_str()).or_default().push(r);
+    }
+    for v in by.values_mut() {
+        v.sort_by_key(|r| r.start_ms);
+    }
+    by
+}
+
+/// Replicas per `app/revision` at each sampler tick: `(series, [(ms, count)])`; series keep
+/// one sampler execution apart from another so lines never join two samplers' ticks.
+/// Per `app/revision`: one `(execution, points)` per sampler execution.
+type ReplicaSeries = BTreeMap<String, Vec<(String, Vec<(i64, f64)>)>>;
+/// A sampler execution `(sampler, run)` and one of its ticks.
+type TickKey = ((String, String), (i64, u64));
+
+fn replica_series(a: &Analysis) -> ReplicaSeries {
+    // (sampler, execution) -> tick key -> revision -> count. An execution is the sampler's
+    // run_id, else its perturbation_id (one per step, or per event with per-event ids).
+    type Ticks = BTreeMap<(i64, u64), BTreeMap<String, u32>>;
+    let mut execs: BTreeMap<(String, String), Ticks> = BTreeMap::new();
+    for s in &a.acc.replica_samples {
+        let exec = (
+            s.sampler.clone().unwrap_or_default(),
+            s.run_id
+                .clone()
+                .or_else(|| s.perturbation_id.clone())
+                .unwrap_or_default(),
+        );
+        let ms = s.ts.epoch_ms();
+        // One tick: its number when the sampler printed one, else its second.
+        let key = match s.tick {
+            Some(t) => (0, t),
+            None => (ms.div_euclid(1000), 0),
+        };
+        let ticks = execs.entry(exec).or_default();
+        let e = ticks.entry(key).or_default();
+        *e.entry(format!("{}/{}", s.app, s.revision)).or_insert(0) += 1;
+    }
+    // Tick times: the earliest sample of each tick.
+    let mut tick_ms: BTreeMap<TickKey, i64> = BTreeMap::new();
+    for s in &a.acc.replica_samples {
+        let exec = (
+            s.sampler.clone().unwrap_or_default(),
+            s.run_id
+                .clone()
+                .or_else(|| s.perturbation_id.clone())
+                .unwrap_or_default(),
+        );
+        let ms = s.ts.epoch_ms();
+        let key = match s.tick {
+            Some(t) => (0, t),
+            None => (ms.div_euclid(1000), 0),
+        };
+        let e = tick_ms.entry((exec, key)).or_insert(ms);
+        *e = (*e).min(ms);
+    }
+    let mut out: ReplicaSeries = BTreeMap::new();
+    for (exec, ticks) in &execs {
+        let revs: BTreeSet<&String> = ticks.values().flat_map(|m| m.keys()).collect();
+        for rev in revs {
+            let mut pts: Vec<(i64, f64)> = ticks
+                .iter()
+                .filter_map(|(k, m)| {
+                    let ms = *tick_ms.get(&(exec.clone(), *k))?;
+                    Some((ms, m.get(rev).copied().unwrap_or(0) as f64))
+                })
+                .collect();
+            pts.sort_by_key(|p| p.0);
+            out.entry(rev.clone())
+                .or_default()
+                .push((format!("{}:{}", exec.0, exec.1), pts));
+        }
+    }
+    out
+}
+
+/// Renders the timeline from `t0` to `t1` (epoch ms). `id` prefixes the SVG's element ids so
+/// several timelines can share one HTML page.
+pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
+    let ax = Axis {
+        t0,
+        t1: t1.max(t0 + 1000),
+    };
+    let wms = a.acc.window_ms.max(1);
+    let rows = main_rows(a);
+    let in_span = |r: &&BucketRow| r.start_ms + wms >= ax.t0 && r.start_ms <= ax.t1;
+    let all: Vec<&BucketRow> = rows.values().flatten().copied().filter(in_span).collect();
+    let thr = a.rule.threshold_pct;
+    let revisions: Vec<String> = {
+        let s: BTreeSet<&String> = all
+            .iter()
+            .flat_map(|r| r.served_by.keys())
+            .filter(|k| k.as_str() != "unknown")
+            .collect();
+        s.into_iter().cloned().collect()
+    };
+    let replicas = replica_series(a);
+    let events: Vec<&crate::model::SystemEvent> =
+        a.acc.system.iter().filter(|e| ax.inside(e.ts_ms)).collect();
+    let outside = a.acc.system.len() - events.len();
+    let reasons: Vec<&str> = {
+        let s: BTreeSet<&str> = events.iter().map(|e| e.reason.as_str()).collect();
+        s.into_iter().collect()
+    };
+    let markers: Vec<Marker> = markers(a)
+        .into_iter()
+        .filter(|m| ax.inside(m.ts_ms))
+        .collect();
+    let steps: Vec<StepSpan> = steps(a)
+        .into_iter()
+        .filter(|s| s.end_ms >= ax.t0 && s.start_ms <= ax.t1)
+        .collect();
+
+    // Layout.
+    let title_h = 26.0;
+    let band_top = title_h + 18.0;
+    let band_h = 20.0;
+    let gap = 20.0;
+    let p_err = Panel {
+        top: band_top + band_h + gap,
+        h: 130.0,
+        ymax: all
+            .iter()
+            .map(|r| r.err_pct)
+            .fold(thr * 2.0, f64::max)
+            .max(0.001)
+            * 1.1,
+    };
+    let p_lat = Panel {
+        top: p_err.top + p_err.h + gap,
+        h: 110.0,
+        ymax: all
+            .iter()
+            .filter_map(|r| r.p99_ms.or(r.p50_ms))
+            .fold(1.0, f64::max)
+            * 1.1,
+    };
+    let p_share = Panel {
+        top: p_lat.top + p_lat.h + gap,
+        h: 100.0,
+        ymax: 100.0,
+    };
+    let rep_max = replicas
+        .values()
+        .flatten()
+        .flat_map(|(_, pts)| pts.iter().filter(|p| ax.inside(p.0)).map(|p| p.1))
+        .fold(1.0, f64::max);
+    let p_rep = Panel {
+        top: p_share.top + p_share.h + gap,
+        h: 90.0,
+        ymax: rep_max + 1.0,
+    };
+    let row_h = 16.0;
+    let strip_top = p_rep.top + p_rep.h + gap;
+    let strip_h = row_h * reasons.len().max(1) as f64;
+    let axis_y = strip_top + strip_h;
+    let height = axis_y + 54.0;
+
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="timeline" id="{id}" width="{W}" height="{height:.0}" viewBox="0 0 {W} {height:.0}" font-family="sans-serif" font-size="11" role="img" aria-label="{}">"##,
+        esc(title)
+    );
+    let _ = write!(
+        svg,
+        r##"<rect width="{W}" height="{height:.0}" fill="#fff"/><text x="8" y="18" font-size="15" font-weight="bold">{}</text>"##,
+        esc(title)
+    );
+    let _ = write!(
+        svg,
+        r##"<text x="{:.1}" y="18" text-anchor="end" fill="#555">{} s windows · one clock for every panel · {}</text>"##,
+        LEFT + PW,
+        wms / 1000,
+        if markers.is_empty() {
+            "no fired event recorded (no runs.json): dashed lines are the samplers' windows"
+        } else {
+            "red lines: the perturbation events"
+        }
+    );
+
+    // Step bands behind every panel.
+    let _ = write!(svg, r#"<g class="steps">"#);
+    for (i, s) in steps.iter().enumerate() {
+        let x0 = ax.x(s.start_ms.max(ax.t0));
+        let x1 = ax.x(s.end_ms.min(ax.t1));
+        let fill = if i % 2 == 0 { "#eef2f7" } else { "#f8f8f8" };
+        let _ = write!(
+            svg,
+            r##"<g class="step" data-step="{}"><rect x="{x0:.1}" y="{band_top:.1}" width="{:.1}" height="{:.1}" fill="{fill}"/><text x="{:.1}" y="{:.1}" fill="#333">{}</text><title>{}</title></g>"##,
+            esc(&s.name),
+            (x1 - x0).max(0.5),
+            axis_y - band_top,
+            x0 + 3.0,
+            band_top + 14.0,
+            esc(&clip(&s.name, ((x1 - x0) / 6.5) as usize)),
+            esc(&format!(
+                "step {} (phase {}): {} to {}",
+                s.name,
+                s.phase,
+                iso_s(s.start_ms),
+                iso_s(s.end_ms)
+            ))
+        );
+    }
+    let _ = write!(svg, "</g>");
+    let _ = write!(
+        svg,
+        r##"<text x="8" y="{:.1}" font-weight="bold">steps</text>"##,
+        band_top + 14.0
+    );
+
+    // Time grid.
+    let span_s = (ax.t1 - ax.t0) as f64 / 1000.0;
+    let tick_s = [
+        5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400,
+    ]
+    .into_iter()
+    .find(|&t| span_s / t as f64 <= 12.0)
+    .unwrap_or(28800);
+    let _ = write!(svg, r#"<g class="time-axis">"#);
+    let mut s = 0i64;
+    while s as f64 <= span_s {
+        let x = ax.x(ax.t0 + s * 1000);
+        let _ = write!(
+            svg,
+            r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#ddd"/><line x1="{x:.1}" y1="{axis_y:.1}" x2="{x:.1}" y2="{:.1}" stroke="#333"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            p_err.top,
+            axis_y,
+            axis_y + 5.0,
+            axis_y + 17.0,
+            fmt_rel(s)
+        );
+        s += tick_s;
+    }
+    let _ = write!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{axis_y:.1}" x2="{:.1}" y2="{axis_y:.1}" stroke="#333"/><text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#333">time since {} (UTC), to {}</text></g>"##,
+        LEFT + PW,
+        LEFT + PW / 2.0,
+        axis_y + 34.0,
+        iso_s(ax.t0),
+        iso_s(ax.t1)
+    );
+
+    // err_pct.
+    panel_frame(
+        &mut svg,
+        &p_err,
+        "err_pct",
+        "errors",
+        &format!("% per {} s window", wms / 1000),
+    );
+    let y = p_err.y(thr);
+    let _ = write!(
+        svg,
+        r##"<line class="threshold" x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#d62728" stroke-dasharray="6,3"/>"##,
+        LEFT + PW
+    );
+    for run in rows.values() {
+        let pts: Vec<(i64, f64)> = run
+            .iter()
+            .map(|r| (r.start_ms + wms / 2, r.err_pct))
+            .collect();
+        polylines(
+            &mut svg,
+            &ax,
+            &p_err,
+            &pts,
+            wms * 3 / 2,
+            r##"stroke="#1f77b4" stroke-width="1.5""##,
+        );
+    }
+    for r in all.iter().filter(|r| r.is_bad(&a.rule)) {
+        let _ = write!(
+            svg,
+            r##"<circle class="bad-window" cx="{:.1}" cy="{:.1}" r="3" fill="#d62728"><title>{} {}: {:.3} %</title></circle>"##,
+            ax.x(r.start_ms + wms / 2),
+            p_err.y(r.err_pct),
+            esc(&r.run_id),
+            iso_s(r.start_ms),
+            r.err_pct
+        );
+    }
+    legend(
+        &mut svg,
+        &p_err,
+        &[
+            ("err_pct".into(), PALETTE[0].into(), false),
+            (format!("threshold {thr} %"), "#d62728".into(), true),
+        ],
+    );
+    let _ = write!(svg, "</g>");
+
+    // Latency.
+    panel_frame(&mut svg, &p_lat, "latency", "latency", "ms (p50, p99)");
+    for run in rows.values() {
+        for (f, color) in [
+            (
+                (|r: &BucketRow| r.p50_ms) as fn(&BucketRow) -> Option<f64>,
+                PALETTE[2],
+            ),
+            (|r: &BucketRow| r.p99_ms, PALETTE[1]),
+        ] {
+            let pts: Vec<(i64, f64)> = run
+                .iter()
+                .filter_map(|r| f(r).map(|v| (r.start_ms + wms / 2, v)))
+                .collect();
+            polylines(
+                &mut svg,
+                &ax,
+                &p_lat,
+                &pts,
+                wms * 3 / 2,
+                &format!(r#"stroke="{color}" stroke-width="1.3""#),
+            );
+        }
+    }
+    legend(
+        &mut svg,
+        &p_lat,
+        &[
+            ("p50".into(), PALETTE[2].into(), false),
+            ("p99".into(), PALETTE[1].into(), false),
+        ],
+    );
+    let _ = write!(svg, "</g>");
+
+    // Revision colours: shared by the share and the replica panels.
+    let mut rev_color: BTreeMap<String, &str> = BTreeMap::new();
+    let mut all_revs: BTreeSet<String> = revisions.iter().cloned().collect();
+    all_revs.extend(replicas.keys().map(|k| {
+        k.split_once('/')
+            .map_or(k.clone(), |(_, rev)| rev.to_owned())
+    }));
+    for (i, r) in all_revs.iter().enumerate() {
+        rev_color.insert(r.clone(), PALETTE[i % PALETTE.len()]);
+    }
+    let color_of = |rev: &str| rev_color.get(rev).copied().unwrap_or("#777");
+
+    // Share of responses per revision.
+    panel_frame(
+        &mut svg,
+        &p_share,
+        "served_by",
+        "responses by revision",
+        "% of each window",
+    );
+    for rev in &revisions {
+        for run in rows.values() {
+            let pts: Vec<(i64, f64)> = run
+                .iter()
+                .filter(|r| r.count > 0)
+                .map(|r| {
+                    let n = r.served_by.get(rev).copied().unwrap_or(0);
+                    (r.start_ms + wms / 2, n as f64 * 100.0 / r.count as f64)
+                })
+                .collect();
+            polylines(
+                &mut svg,
+                &ax,
+                &p_share,
+                &pts,
+                wms * 3 / 2,
+                &format!(
+                    r#"stroke="{}" stroke-width="1.6" data-revision="{}""#,
+                    color_of(rev),
+                    esc(rev)
+                ),
+            );
+        }
+    }
+    if revisions.is_empty() {
+        no_data(&mut svg, &p_share, "no responses name their revision");
+    }
+    let items: Vec<(String, String, bool)> = revisions
+        .iter()
+        .map(|r| (r.clone(), color_of(r).to_owned(), false))
+        .collect();
+    legend(&mut svg, &p_share, &items);
+    let _ = write!(svg, "</g>");
+
+    // Replicas per revision.
+    panel_frame(
+        &mut svg,
+        &p_rep,
+        "replicas",
+        "replicas by revision",
+        "sampler's inventory",
+    );
+    let mut rep_items = Vec::new();
+    let mut drawn = false;
+    for (key, execs) in &replicas {
+        let rev = key.split_once('/').map_or(key.as_str(), |(_, r)| r);
+        let color = color_of(rev);
+        let mut any = false;
+        for (_, pts) in execs {
+            any |= pts.iter().any(|p| ax.inside(p.0));
+            // Steps: a count holds until the next tick.
+            let mut stepped = Vec::new();
+            for (i, &(t, v)) in pts.iter().enumerate() {
+                if i > 0 {
+                    stepped.push((t, pts[i - 1].1));
+                }
+                stepped.push((t, v));
+            }
+            polylines(
+                &mut svg,
+                &ax,
+                &p_rep,
+                &stepped,
+                60_000,
+                &format!(
+                    r#"stroke="{color}" stroke-width="1.6" data-revision="{}""#,
+                    esc(rev)
+                ),
+            );
+        }
+        if any {
+            drawn = true;
+            rep_items.push((key.clone(), color.to_owned(), false));
+        }
+    }
+    if !drawn {
+        no_data(
+            &mut svg,
+            &p_rep,
+            "no replica inventory sampled in this span",
+        );
+    }
+    legend(&mut svg, &p_rep, &rep_items);
+    let _ = write!(svg, "</g>");
+
+    // System events strip: one row per reason, each dot centred on its row's label.
+    let _ = write!(
+        svg,
+        r##"<g class="panel" data-panel="system-events"><rect x="{LEFT}" y="{strip_top:.1}" width="{PW}" height="{strip_h:.1}" fill="none" stroke="#999"/>"##
+    );
+    if reasons.is_empty() {
+        let _ = write!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#555">system events</text><text x="{:.1}" y="{:.1}" fill="#777">none in this span</text>"##,
+            LEFT - 6.0,
+            strip_top + row_h / 2.0 + 4.0,
+            LEFT + 6.0,
+            strip_top + row_h / 2.0 + 4.0
+        );
+    }
+    for (i, reason) in reasons.iter().enumerate() {
+        let cy = strip_top + row_h * i as f64 + row_h / 2.0;
+        let color = PALETTE[i % PALETTE.len()];
+        if i > 0 {
+            let _ = write!(
+                svg,
+                r##"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#eee"/>"##,
+                cy - row_h / 2.0,
+                LEFT + PW,
+                cy - row_h / 2.0
+            );
+        }
+        let _ = write!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{}</text>"##,
+            LEFT - 6.0,
+            cy + 4.0,
+            esc(&clip(reason, 24))
+        );
+        for e in events.iter().filter(|e| e.reason == *reason) {
+            let _ = write!(
+                svg,
+                r##"<circle class="system-event" cx="{:.1}" cy="{cy:.1}" r="3.5" fill="{color}"><title>{}</title></circle>"##,
+                ax.x(e.ts_ms),
+                esc(&format!(
+                    "{} {} {} {}: {}",
+                    iso_s(e.ts_ms),
+                    e.reason,
+                    e.revision,
+                    e.replica,
+                    e.msg
+                ))
+            );
+        }
+    }
+    if outside > 0 {
+        let _ = write!(
+            svg,
+            r##"<text x="8" y="{:.1}" fill="#777">{outside} system event(s) outside this span not shown</text>"##,
+            axis_y + 46.0
+        );
+    }
+    let _ = write!(svg, "</g>");
+
+    // Without fired events (no runs.json: logs pulled or exported by hand), the samplers'
+    // windows, dashed and labelled as such: they bracket the perturbations, they do not date them.
+    if markers.is_empty() {
+        let _ = write!(svg, r#"<g class="sampler-windows">"#);
+        for m in a.acc.markers.iter().filter(|m| ax.inside(m.ts.epoch_ms())) {
+            let x = ax.x(m.ts.epoch_ms());
+            let phase = match m.phase {
+                labkit::event::MarkerPhase::Start => "start",
+                labkit::event::MarkerPhase::End => "end",
+            };
+            let _ = write!(
+                svg,
+                r##"<g class="sampler-window" data-phase="{phase}"><line x1="{x:.1}" y1="{band_top:.1}" x2="{x:.1}" y2="{axis_y:.1}" stroke="#555" stroke-dasharray="4,3"/><text x="{:.1}" y="{:.1}" fill="#555"{}>window {phase}</text><title>{}</title></g>"##,
+                if phase == "end" { x - 2.0 } else { x + 2.0 },
+                title_h + 14.0,
+                if phase == "end" {
+                    r#" text-anchor="end""#
+                } else {
+                    ""
+                },
+                esc(&format!(
+                    "sampler window {phase} {} {}",
+                    iso_s(m.ts.epoch_ms()),
+                    m.perturbation_id.as_deref().unwrap_or("")
+                ))
+            );
+        }
+        let _ = write!(svg, "</g>");
+    }
+
+    // Perturbation markers across every panel, on top.
+    let _ = write!(svg, r#"<g class="perturbation-markers">"#);
+    for m in &markers {
+        let x = ax.x(m.ts_ms);
+        let label = format!("{} {}", m.kind, m.event);
+        let ly = title_h + 6.0;
+        let _ = write!(
+            svg,
+            r##"<g class="perturbation-marker" data-step="{}" data-event="{}" data-kind="{}" data-ts="{}"{}><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{axis_y:.1}" stroke="{MARKER}" stroke-width="1.4"/><text x="{:.1}" y="{:.1}" fill="{MARKER}">{}</text><title>{}</title></g>"##,
+            esc(&m.step),
+            m.event,
+            esc(&m.kind),
+            iso_s(m.ts_ms),
+            m.perturbation_id
+                .as_deref()
+                .map(|p| format!(r#" data-perturbation-id="{}""#, esc(p)))
+                .unwrap_or_default(),
+            band_top,
+            x + 2.0,
+            ly + 8.0,
+            esc(&label),
+            esc(&format!(
+                "{} event {} ({}) fired {}{}{}",
+                m.step,
+                m.event,
+                m.kind,
+                iso_s(m.ts_ms),
+                m.perturbation_id
+                    .as_deref()
+                    .map(|p| format!(", {p}"))
+                    .unwrap_or_default(),
+                if m.outcome == "ok" {
+                    String::new()
+                } else {
+                    format!(", outcome {}", m.outcome)
+                }
+            ))
+        );
+    }
+    let _ = write!(svg, "</g></svg>");
+    svg
+}
+
+fn no_data(svg: &mut String, p: &Panel, text: &str) {
+    let _ = write!(
+        svg,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#777">{}</text>"##,
+        LEFT + PW / 2.0,
+        p.top + p.h / 2.0,
+        esc(text)
+    );
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else if n <= 1 {
+        String::new()
+    } else {
+        let t: String = s.chars().take(n - 1).collect();
+        format!("{t}…")
+    }
+}
+
+/// The lab's timeline (`None` when there is nothing to draw).
+pub fn lab(a: &Analysis) -> Option<String> {
+    let (t0, t1) = lab_span(a)?;
+    Some(render(a, t0, t1, "timeline", "Timeline of the lab"))
+}
+
+/// One timeline per step that fired an action, zoomed on that step.
+pub fn per_step(a: &Analysis) -> Vec<(String, String)> {
+    steps(a)
+        .into_iter()
+        .filter(|s| s.has_actions && s.end_ms > s.start_ms)
+        .map(|s| {
+            let id = format!("timeline-{}", safe(&s.name));
+            let svg = render(
+                a,
+                s.start_ms,
+                s.end_ms,
+                &id,
+                &format!("Step {} (phase {})", s.name, s.phase),
+            );
+            (safe(&s.name), svg)
+        })
+        .collect()
+}
+
+/// A file-name-safe form of `s`.
+pub fn safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

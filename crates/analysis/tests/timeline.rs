@@ -1,0 +1,247 @@
+//! The shared-time-axis timeline and report.html on the real quick rollout pack
+//! (`fixtures/quick-rollout-pack`): markers cross every panel, every element sits on one clock,
+//! system-event dots sit on their row's label, and the per-event table renders hand-built
+//! `EventSummary` values.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use analysis::html::{self, HtmlOptions};
+use analysis::timeline_svg;
+use analysis::{Analysis, EventSummary, Options, analyze, find_lab};
+
+fn quick() -> Analysis {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quick-rollout-pack");
+    let opts = Options {
+        lab: find_lab(None, Some(&dir)),
+        ..Options::default()
+    };
+    analyze(&[dir.join("logs")], &opts).unwrap()
+}
+
+/// The numeric value of `attr` in `tag` (`x1="12.5"`).
+fn attr(tag: &str, attr: &str) -> f64 {
+    let k = format!(" {attr}=\"");
+    let i = tag.find(&k).unwrap_or_else(|| panic!("no {attr} in {tag}")) + k.len();
+    let j = tag[i..].find('"').unwrap() + i;
+    tag[i..j].parse().unwrap()
+}
+
+/// Every opening tag that starts with `prefix`.
+fn tags<'a>(svg: &'a str, prefix: &str) -> Vec<&'a str> {
+    svg.match_indices(prefix)
+        .map(|(i, _)| &svg[i..i + svg[i..].find('>').unwrap() + 1])
+        .collect()
+}
+
+const LEFT: f64 = 170.0;
+const PW: f64 = 1100.0 - 170.0 - 24.0;
+
+#[test]
+fn markers_cross_every_panel_on_the_clock_of_the_windows_and_system_events() {
+    let a = quick();
+    let (t0, t1) = timeline_svg::lab_span(&a).unwrap();
+    let x_of = |ms: i64| LEFT + (ms - t0) as f64 / (t1 - t0) as f64 * PW;
+    let svg = timeline_svg::lab(&a).unwrap();
+    assert!(!svg.contains("<script"));
+
+    // The panels, top to bottom.
+    let panels: Vec<(String, f64, f64)> = tags(&svg, r#"<g class="panel" data-panel=""#)
+        .iter()
+        .map(|g| {
+            let name = g.split('"').nth(3).unwrap().to_owned();
+            let at = svg.find(*g).unwrap() + g.len();
+            let rect = &svg[at..at + svg[at..].find('>').unwrap() + 1];
+            (
+                name,
+                attr(rect, "y"),
+                attr(rect, "y") + attr(rect, "height"),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = panels.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "err_pct",
+            "latency",
+            "served_by",
+            "replicas",
+            "system-events"
+        ]
+    );
+    let (top, bottom) = (panels[0].1, panels[4].2);
+
+    // One marker per fired event (3 rollouts, 2 restarts), at its fire time, crossing all panels.
+    let markers = timeline_svg::markers(&a);
+    assert_eq!(markers.len(), 5);
+    let rows = a.runs_file.as_ref().unwrap();
+    for m in &markers {
+        let step = rows.step(&m.step).unwrap();
+        let fired = step
+            .actions
+            .iter()
+            .filter(|x| x.event == m.event)
+            .map(|x| analysis::ts::parse_ms(&x.ts).unwrap())
+            .min()
+            .unwrap();
+        assert_eq!(m.ts_ms, fired);
+        let g = format!(
+            r#"<g class="perturbation-marker" data-step="{}" data-event="{}""#,
+            m.step, m.event
+        );
+        let at = svg.find(&g).unwrap_or_else(|| panic!("no {g}"));
+        let line = tags(&svg[at..], "<line")[0];
+        assert!((attr(line, "x1") - x_of(fired)).abs() < 0.11, "{line}");
+        assert!(
+            attr(line, "y1") <= top && attr(line, "y2") >= bottom,
+            "{line}"
+        );
+    }
+
+    // Bad windows and system events use the same clock: a dot at ts sits at x_of(ts).
+    let first = a
+        .acc
+        .system
+        .iter()
+        .find(|e| e.ts_ms >= t0 && e.ts_ms <= t1)
+        .unwrap();
+    let dots = tags(&svg, r#"<circle class="system-event""#);
+    assert!(
+        dots.iter()
+            .any(|d| (attr(d, "cx") - x_of(first.ts_ms)).abs() < 0.11),
+        "no dot at the first system event's time"
+    );
+    // Events before the first step (the deploy) are left out, not squeezed onto the axis.
+    assert!(dots.iter().all(|d| attr(d, "cx") >= LEFT - 0.01));
+    assert!(svg.contains("outside this span not shown"));
+
+    // Each dot is centred on its row, whose label is written at the same height.
+    let strip = &svg[svg.find(r#"data-panel="system-events""#).unwrap()..];
+    let labels: Vec<f64> = tags(strip, r#"<text x="164.0""#)
+        .iter()
+        .map(|t| attr(t, "y") - 4.0)
+        .collect();
+    assert!(labels.len() >= 5, "{labels:?}");
+    for d in &dots {
+        let cy = attr(d, "cy");
+        assert!(
+            labels.iter().any(|l| (l - cy).abs() < 0.01),
+            "dot at {cy} off every row {labels:?}"
+        );
+    }
+
+    // The revision switch: four revisions in the share panel, each with its replica line.
+    for rev in [
+        "subject--jl1c6am",
+        "subject--rmx4ne7ih",
+        "subject--rmx4neuns",
+        "subject--rmx4nfht4",
+    ] {
+        assert!(
+            svg.matches(&format!(r#"data-revision="{rev}""#)).count() >= 2,
+            "{rev} not in both the share and the replica panels"
+        );
+    }
+}
+
+#[test]
+fn report_html_lists_gates_then_timeline_then_each_event() {
+    let a = quick();
+    let events = vec![
+        EventSummary {
+            step: "perturbation".into(),
+            event: 1,
+            kind: "rollout".into(),
+            perturbation_id: Some("perturbation-event-1-20261201T120253Z".into()),
+            fired_ms: 1_764_590_593_000,
+            new_revision: Some("subject--rmx4ne7ih".into()),
+            transition_s: Some(12.04),
+            errors_in_window: 0,
+            observed: true,
+            problem: None,
+        },
+        EventSummary {
+            step: "supplemental-restart".into(),
+            event: 2,
+            kind: "restart".into(),
+            perturbation_id: None,
+            fired_ms: 1_764_590_700_000,
+            new_revision: None,
+            transition_s: None,
+            errors_in_window: 7,
+            observed: false,
+            problem: Some("no ContainerStarted row <of> the replacement".into()),
+        },
+    ];
+    let page = html::render(&a, &events, &HtmlOptions::default());
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains(&format!(
+        r#"<meta http-equiv="Content-Security-Policy" content="{}">"#,
+        html::CSP
+    )));
+    assert!(
+        !page.contains("http-equiv=\"refresh\""),
+        "no refresh in a pack's report"
+    );
+    let verdict = page.find(r#"id="verdict""#).unwrap();
+    let gates = page.find(r#"id="gates""#).unwrap();
+    let timeline = page
+        .find(r#"<svg xmlns="http://www.w3.org/2000/svg" class="timeline" id="timeline""#)
+        .unwrap();
+    let per_event = page.find(r#"id="events""#).unwrap();
+    let tables = page.find(r#"id="tables""#).unwrap();
+    assert!(verdict < gates && gates < timeline && timeline < per_event && per_event < tables);
+    for g in &a.gates {
+        assert!(
+            page.contains(&format!(r#"data-gate="{}""#, g.name)),
+            "{}",
+            g.name
+        );
+    }
+    assert!(page.contains(
+        r#"<tr class="event observed" data-step="perturbation" data-event="1"><td>perturbation</td><td>1</td><td>rollout</td><td>2025-12-01T12:03:13Z</td><td>subject--rmx4ne7ih</td><td>12.0</td><td>0</td><td>yes</td><td>perturbation-event-1-20261201T120253Z</td><td></td></tr>"#
+    ), "{}", &page[per_event..per_event + 1500]);
+    assert!(page.contains(
+        r#"<tr class="event not-observed" data-step="supplemental-restart" data-event="2">"#
+    ));
+    assert!(page.contains("<td>7</td><td>NO</td>"));
+    assert!(
+        page.contains("no ContainerStarted row &lt;of&gt; the replacement"),
+        "escaped"
+    );
+
+    // The live view's page reloads itself and says so.
+    let live = html::render(
+        &a,
+        &[],
+        &HtmlOptions {
+            refresh_s: Some(10),
+            banner: Some("live: step 2/4".into()),
+        },
+    );
+    assert!(live.contains(r#"<meta http-equiv="refresh" content="10">"#));
+    assert!(live.contains("live: step 2/4"));
+    assert!(live.contains("No per-event summary"));
+}
+
+/// A pack without runs.json (logs pulled by hand): no event to mark, so the samplers' windows
+/// are drawn instead, labelled as windows, never as perturbation events.
+#[test]
+fn without_runs_json_the_sampler_windows_are_drawn_and_called_so() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rollout-pack");
+    let opts = Options {
+        lab: find_lab(None, Some(&dir)),
+        ..Options::default()
+    };
+    let a = analyze(&[dir.join("logs")], &opts).unwrap();
+    assert!(a.runs_file.is_err());
+    let svg = timeline_svg::lab(&a).unwrap();
+    assert!(!svg.contains(r#"class="perturbation-marker""#));
+    assert!(!a.acc.markers.is_empty());
+    assert_eq!(
+        svg.matches(r#"class="sampler-window""#).count(),
+        a.acc.markers.len()
+    );
+    assert!(svg.contains("dashed lines are the samplers' windows"));
+}

@@ -1,0 +1,173 @@
+//! HTTPS with the workspace's one crypto provider (rustls + ring, [`crate::tls`]): a managed
+//! identity token fetched by azure_identity (through azure_core's reqwest transport) and an ARM
+//! call made with it, both over TLS to 127.0.0.1 with a certificate made here by rcgen.
+//!
+//! The test runs the client in a child process (this test binary, re-run on
+//! [`https_child`]) because azure_identity reads `IDENTITY_ENDPOINT` from the process
+//! environment and the platform verifier trusts the test CA only through `SSL_CERT_FILE`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use crate::fake::{FakeArm, FakeIdentity};
+use crate::*;
+
+const CHILD_ENV: &str = "PROBELAB_ARM_HTTPS_CHILD";
+const TOKEN_PREFIX: &str = "probelab-https-token";
+const SECRET_HEADER: &str = "https-identity-header";
+
+/// A test CA (PEM) and a rustls server config for a leaf `127.0.0.1` it signed.
+fn test_pki() -> (String, Arc<rustls::ServerConfig>) {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![CertificateDer::from(leaf.der().to_vec())],
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+    )
+    .unwrap();
+    (ca_cert.pem(), Arc::new(cfg))
+}
+
+/// Terminates TLS on 127.0.0.1 and forwards the plain bytes to `backend` (one of the fakes);
+/// counts completed handshakes.
+async fn tls_front(cfg: Arc<rustls::ServerConfig>, backend: SocketAddr) -> (u16, Arc<AtomicU64>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handshakes = Arc::new(AtomicU64::new(0));
+    let hs = handshakes.clone();
+    let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, hs) = (acceptor.clone(), hs.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                hs.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut plain) = tokio::net::TcpStream::connect(backend).await {
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                }
+            });
+        }
+    });
+    (port, handshakes)
+}
+
+fn addr_of(base: &str) -> SocketAddr {
+    let u: url::Url = base.parse().unwrap();
+    format!("{}:{}", u.host_str().unwrap(), u.port().unwrap())
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn managed_identity_and_arm_calls_go_over_https_with_ring() {
+    let fake = FakeArm::start().await.unwrap();
+    fake.add_simple_app("subject", 1, 1);
+    let identity = FakeIdentity::start(SECRET_HEADER, None, TOKEN_PREFIX, 3600)
+        .await
+        .unwrap();
+    let (ca_pem, cfg) = test_pki();
+    let (arm_port, arm_hs) = tls_front(cfg.clone(), addr_of(&fake.base_url())).await;
+    let (id_port, id_hs) = tls_front(cfg, addr_of(&identity.endpoint())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &ca_pem).unwrap();
+
+    let child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "https_tests::https_child",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, "1")
+        .env("SSL_CERT_FILE", &ca_file)
+        .env_remove("SSL_CERT_DIR")
+        .env_remove("MANAGED_IDENTITY_CLIENT_ID")
+        .env_remove("AZURE_CLIENT_ID")
+        .env(
+            "IDENTITY_ENDPOINT",
+            format!("https://127.0.0.1:{id_port}/msi/token"),
+        )
+        .env("IDENTITY_HEADER", SECRET_HEADER)
+        .env("ARM_ENDPOINT", format!("https://127.0.0.1:{arm_port}"))
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(60), child)
+        .await
+        .expect("the child finishes within 60 s")
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{text}");
+    assert!(text.contains("https child: got app subject"), "{text}");
+
+    // The token came over TLS from the identity endpoint, and ARM saw it over TLS.
+    assert!(
+        id_hs.load(Ordering::Relaxed) >= 1,
+        "no TLS handshake at the identity endpoint"
+    );
+    assert!(
+        arm_hs.load(Ordering::Relaxed) >= 1,
+        "no TLS handshake at ARM"
+    );
+    assert_eq!(identity.issued(), 1);
+    assert!(
+        fake.seen()
+            .iter()
+            .any(|s| s.authorization.as_deref() == Some(&format!("Bearer {TOKEN_PREFIX}-1"))),
+        "{:?}",
+        fake.seen()
+    );
+}
+
+/// The client half of the test above, in its own process (ignored unless run by it).
+#[tokio::test]
+#[ignore = "run by managed_identity_and_arm_calls_go_over_https_with_ring in a child process"]
+async fn https_child() {
+    assert_eq!(
+        std::env::var(CHILD_ENV).as_deref(),
+        Ok("1"),
+        "only managed_identity_and_arm_calls_go_over_https_with_ring runs this, with its environment"
+    );
+    let endpoint: url::Url = std::env::var("ARM_ENDPOINT").unwrap().parse().unwrap();
+    let token = TokenSource::build(
+        TokenSourceKind::ManagedIdentity,
+        &IdentityEnv::from_process(),
+        &endpoint,
+        token::DEFAULT_SCOPE,
+    )
+    .unwrap();
+    let mut cfg = ClientConfig::new(endpoint);
+    cfg.call_timeout = Duration::from_secs(10);
+    cfg.retry.max_attempts = 1;
+    let c = ArmClient::new(cfg, token).unwrap();
+    let app = c
+        .get_app(
+            &Scope::new("00000000-0000-0000-0000-000000000000", "rg"),
+            "subject",
+        )
+        .await
+        .unwrap();
+    println!("https child: got app {}", app.name.unwrap_or_default());
+}
