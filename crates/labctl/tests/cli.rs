@@ -301,6 +301,8 @@ fn lab_help_teaches_list_show_and_run() {
     ] {
         assert!(text.contains(w), "{w} in lab show --help: {text}");
     }
+}
+
 #[test]
 fn the_dashboard_listens_on_127_0_0_1_only() {
     let (code, text) = labctl(&[

@@ -314,7 +314,8 @@ pub async fn supervise(
             ctx.notify.notify_one();
         }
         if let Some(grace) = kill_grace {
-            let code = stop_with_grace(&ctx.runtime, &launched.id, &mut exit, grace, &ctx.hurry).await;
+            let code =
+                stop_with_grace(&ctx.runtime, &launched.id, &mut exit, grace, &ctx.hurry).await;
             if matches!(outcome, Outcome::ProbeKill(_)) {
                 // After the `ProbeFailure` row, the killed container's own exit (137 when the
                 // grace period ran out): not a second restart.
