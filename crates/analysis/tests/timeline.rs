@@ -133,10 +133,10 @@ fn markers_cross_every_panel_on_the_clock_of_the_windows_and_system_events() {
 
     // The revision switch: four revisions in the share panel, each with its replica line.
     for rev in [
-        "subject--jl1c6am",
-        "subject--rmx4ne7ih",
-        "subject--rmx4neuns",
-        "subject--rmx4nfht4",
+        "subject--01b6a0e",
+        "subject--rmx4p46lq",
+        "subject--rmx4p4tr2",
+        "subject--rmx4p5gwf",
     ] {
         assert!(
             svg.matches(&format!(r#"data-revision="{rev}""#)).count() >= 2,
@@ -229,7 +229,16 @@ fn report_html_lists_gates_then_timeline_then_each_event() {
 /// are drawn instead, labelled as windows, never as perturbation events.
 #[test]
 fn without_runs_json_the_sampler_windows_are_drawn_and_called_so() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rollout-pack");
+    // The rollout pack's logs and lab file, without its runs.json.
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rollout-pack");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pack");
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::fs::copy(fixture.join("lab.toml"), dir.join("lab.toml")).unwrap();
+    for entry in std::fs::read_dir(fixture.join("logs")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join("logs").join(entry.file_name())).unwrap();
+    }
     let opts = Options {
         lab: find_lab(None, Some(&dir)),
         ..Options::default()
