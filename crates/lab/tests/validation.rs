@@ -193,9 +193,13 @@ fn the_shipped_checks_stay_valid_and_a_typo_in_one_is_caught() {
 fn rollout_with_quick_staircase(stairs: &str) -> String {
     // The quick profile's preflight entry, whatever its step length: the replacement must
     // happen, or every case below would test the shipped file instead.
-    let quick = "[[profiles.quick.steps]]\nname = \"preflight\"\nstaircase = [100.0, 200.0, 400.0]\n";
+    let quick =
+        "[[profiles.quick.steps]]\nname = \"preflight\"\nstaircase = [100.0, 200.0, 400.0]\n";
     let text = shipped("startup-degraded");
-    assert!(text.contains(quick), "startup-degraded.toml no longer has {quick:?}");
+    assert!(
+        text.contains(quick),
+        "startup-degraded.toml no longer has {quick:?}"
+    );
     text.replace(
         quick,
         &format!("[[profiles.quick.steps]]\nname = \"preflight\"\nstaircase = {stairs}\n"),
