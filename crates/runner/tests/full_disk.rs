@@ -1,6 +1,9 @@
 //! A disk that fills up during a lab (issue 19, point 2): the evidence directory is a 4 MiB
-//! tmpfs; early in the first step a filler file takes every free byte for 1.5 s, then goes.
-//! The log rows written meanwhile are lost: `runs.json` must say which file, the error and from
+//! tmpfs; early in the first step a filler file takes every free byte for 12 s, then goes.
+//! 12 s, because in the preflight step the console table gets a row only every few seconds
+//! (loadgen's 10 s buckets, no per-request lines): a shorter fill can pass without a single
+//! write failing (1.5 s did, in CI). The step is 110 s long, so runs.json (written after each
+//! step) and the lock files always find room again. The log rows written meanwhile are lost: `runs.json` must say which file, the error and from
 //! when, the run stays `incomplete`, and the manifest still verifies for what was written.
 //!
 //! Needs root (mount) and the workspace binaries next to the test binary (process runtime);
@@ -72,11 +75,13 @@ async fn a_full_disk_during_a_lab_is_recorded_and_the_manifest_verifies() {
     );
     opts.time_scale = 1.0;
     opts.progress = ProgressMode::Plain;
-    opts.lock_dir = base.path().join("locks");
+    // The job locks live off the small disk: only the evidence directory is meant to fill.
+    let locks = tempfile::tempdir().unwrap();
+    opts.lock_dir = locks.path().to_path_buf();
     let filler = base.path().join("filler");
     let watcher_out = out.clone();
     let fill = std::thread::spawn(move || {
-        // Once the run logs (the console table grows), fill the disk for 1.5 s, then free it.
+        // Once the run logs (the console table grows), fill the disk for 12 s, then free it.
         let t0 = Instant::now();
         let console = loop {
             let found = std::fs::read_dir(&watcher_out)
@@ -101,7 +106,7 @@ async fn a_full_disk_during_a_lab_is_recorded_and_the_manifest_verifies() {
         let _ = f.write_all(&[0u8; 512]);
         let _ = f.flush();
         let before = lines(&console);
-        std::thread::sleep(Duration::from_millis(1500));
+        std::thread::sleep(Duration::from_secs(12));
         drop(f);
         std::fs::remove_file(&filler).unwrap();
         before
