@@ -1,5 +1,5 @@
-//! Scrubbing of evidence pulled from Azure (design.md §6: "Exported evidence has subscription
-//! ids, tenant ids, e-mails and client IPs scrubbed").
+//! Scrubbing of evidence pulled from Azure: exported evidence has its subscription ids, tenant
+//! ids, e-mails and client IPs scrubbed.
 //!
 //! A [`Scrubber`] rewrites every string of a Log Analytics row (the columns and the JSON lines
 //! inside `Log_s`, textually) before it is written into an evidence pack:
