@@ -290,18 +290,33 @@ fn still_running(
     (first, left)
 }
 
-fn rollout(acc: &Acc, pid: &str, ev: &mut Event, problems: &mut Vec<String>) {
-    let app = ev.app.clone();
+/// The event's `RevisionStateSample` ticks of `app` (its sampler's, by perturbation id), in
+/// order; none is a problem named in `problems`.
+fn event_revision_samples<'a>(
+    acc: &'a Acc,
+    pid: &str,
+    app: &str,
+    problems: &mut Vec<String>,
+) -> Option<Vec<Snap<'a, RevisionStateSample>>> {
     let samples = snaps(
         acc.rev_samples
             .iter()
             .filter(|s| s.perturbation_id.as_deref() == Some(pid) && s.app == app),
         rev_key,
     );
-    let Some(first) = samples.first() else {
+    if samples.is_empty() {
         problems.push(format!("no RevisionStateSample of {app} carries {pid}"));
+        return None;
+    }
+    Some(samples)
+}
+
+fn rollout(acc: &Acc, pid: &str, ev: &mut Event, problems: &mut Vec<String>) {
+    let app = ev.app.clone();
+    let Some(samples) = event_revision_samples(acc, pid, &app, problems) else {
         return;
     };
+    let first = &samples[0];
     let start = first.1;
     let initial: BTreeSet<String> = first.2.iter().map(|s| s.revision.clone()).collect();
     let old = with_traffic(&first.2);
@@ -402,16 +417,10 @@ fn rollout(acc: &Acc, pid: &str, ev: &mut Event, problems: &mut Vec<String>) {
 /// `until`: the next event's fire time (a later restart's replacements are not this one's).
 fn restart(acc: &Acc, pid: &str, until: Option<i64>, ev: &mut Event, problems: &mut Vec<String>) {
     let app = ev.app.clone();
-    let samples = snaps(
-        acc.rev_samples
-            .iter()
-            .filter(|s| s.perturbation_id.as_deref() == Some(pid) && s.app == app),
-        rev_key,
-    );
-    let Some(first) = samples.first() else {
-        problems.push(format!("no RevisionStateSample of {app} carries {pid}"));
+    let Some(samples) = event_revision_samples(acc, pid, &app, problems) else {
         return;
     };
+    let first = &samples[0];
     let start = first.1;
     let revs = with_traffic(&first.2);
     ev.old = revs.iter().cloned().collect();
