@@ -144,7 +144,11 @@ async fn zombie_hangs_every_probe_until_reset() {
         .response();
     assert_eq!(reset.status, 200, "{reset:?}");
     wait_status(addr, "/healthz", 200, Duration::from_secs(3)).await;
-    let lines = stdout_json(&c).await;
+    let lines = stdout_json_until(&c, "the reset line", Duration::from_secs(10), |ls| {
+        ls.iter()
+            .any(|l| l["event"] == "SIMULATION_CHANGED" && l["simulation"] == "reset")
+    })
+    .await;
     let sims: Vec<_> = events(&lines, "SIMULATION_CHANGED")
         .iter()
         .map(|l| l["simulation"].as_str().unwrap_or_default().to_string())
@@ -330,16 +334,18 @@ async fn stdout_lines_stay_whole_in_docker_logs_under_concurrent_requests() {
     assert_eq!(ok, TASKS * PER_TASK);
 
     // Every line parses on its own (stdout_json panics on a torn one) and carries kind + ts.
-    let lines = stdout_json(&c).await;
+    // A REQUEST_END line is written after its response went out, so wait for all of them.
+    let root_end = |l: &serde_json::Value| l["event"] == "REQUEST_END" && l["path"] == "/";
+    let lines = stdout_json_until(&c, "every REQUEST_END line", Duration::from_secs(10), |ls| {
+        ls.iter().filter(|l| root_end(l)).count() >= TASKS * PER_TASK
+    })
+    .await;
     assert!(
         lines
             .iter()
             .all(|l| l["kind"].is_string() && l["ts"].is_string())
     );
-    let root_ends = lines
-        .iter()
-        .filter(|l| l["event"] == "REQUEST_END" && l["path"] == "/")
-        .count();
+    let root_ends = lines.iter().filter(|l| root_end(l)).count();
     assert_eq!(root_ends, TASKS * PER_TASK);
     assert!(
         lines.iter().all(|l| !l.to_string().contains("pad=")),

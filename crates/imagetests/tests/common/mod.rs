@@ -71,6 +71,32 @@ pub async fn stdout_json(c: &ContainerAsync<GenericImage>) -> Vec<Value> {
     testkit::docker::json_lines(&out).unwrap_or_else(|e| panic!("stdout of {}: {e}", c.id()))
 }
 
+/// The container's stdout as JSON values once `done` holds of them, polling `docker logs`: a line
+/// is written after its response went out, so a test that just got its answers waits for the
+/// lines instead of reading a log that may still be catching up. Panics naming `what` when
+/// `done` is still false after `limit`, with the last count of lines.
+pub async fn stdout_json_until(
+    c: &ContainerAsync<GenericImage>,
+    what: &str,
+    limit: Duration,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let start = Instant::now();
+    loop {
+        let lines = stdout_json(c).await;
+        if done(&lines) {
+            return lines;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{what}: not in the {} stdout lines of {} after {limit:?}",
+            lines.len(),
+            c.id()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// The subject lines with this `event`.
 pub fn events<'a>(lines: &'a [Value], event: &str) -> Vec<&'a Value> {
     lines
