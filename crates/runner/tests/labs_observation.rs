@@ -17,10 +17,11 @@
 //! 20 s request), never latency. Three of them drive 1 to 40 requests per second; rolling-drain's
 //! two keep-alive closed loops (20 workers, about 800 requests per second during their steps) are
 //! judged only on error counts, and its zero-error check (drain) held with the other three labs
-//! running (0 errors in 53,746 requests). So nextest runs the four at once (`.config/nextest.toml`:
-//! group `observation-labs`, one test thread each), each with its own localplane, Docker network
-//! and containers; the group never overlaps the whole-platform tests of `labs_docker` and
-//! `docker_e2e` (200 RPS, latency-sensitive), which reserve every test thread. Together they take
+//! running (0 errors in 53,746 requests). So nextest runs them at once (`.config/nextest.toml`:
+//! group `platform`, at most four of its tests at a time, one test thread each, with localplane's
+//! e2e 2-5, the full-disk lab and the parity replay), each with its own localplane, Docker network
+//! and containers; the group never overlaps the latency tests of `labs_docker`, `lab_image` and
+//! localplane's e2e 1 (200 RPS), which reserve every test thread. Together they take
 //! about as long as the longest of them: run at once on the 2-core build machine (itself busy
 //! with compiles), worker-saturation took 192 s, dependency-coupled-probes 315 s, rolling-drain
 //! 441 s and liveness-failure-patterns 480 s, so 8 minutes of wall time for the four.
