@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::fold::{KNOWN_KINDS, ReqIn, req, row_object, system_row, typed_line};
-use super::logfmt::{is_logfmt, logfmt_msg, msg_into};
-use super::scan::{self, Stop, Val};
+use super::logfmt::{is_logfmt, logfmt_msg, msg_into, msg_quote};
+use super::scan::{self, InQuotes, Plain, Stop, Val};
 use crate::model::{Acc, Loc, bump};
 use crate::ts::parse_ms;
 
@@ -127,8 +127,10 @@ pub(crate) fn outer_line(acc: &mut Acc, sc: &mut Scratch, raw: &[u8], loc: &Loc)
 /// printed directly.
 pub(crate) fn json_record(acc: &mut Acc, sc: &mut Scratch, s: &str, loc: &Loc) {
     let mut f = Fields::default();
-    let scanned = scan::object_into(s.as_bytes(), 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v));
-    if scanned.is_err() || !record(acc, sc, s, &f, loc) {
+    let scanned =
+        scan::object_into::<Plain>(s.as_bytes(), 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v));
+    // Anything after the object (the line is trimmed) is for serde to refuse.
+    if scanned != Ok(s.len()) || !record(acc, sc, s, &f, loc) {
         json_slow(acc, s, loc, true);
     }
 }
@@ -145,7 +147,7 @@ pub(crate) enum Row {
 /// paths take it; `Err` when the scanner declines it or it is cut off.
 pub(crate) fn row_at(acc: &mut Acc, sc: &mut Scratch, b: &[u8], loc: &Loc) -> Result<Row, Stop> {
     let mut f = Fields::default();
-    let end = scan::object_into(b, 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v))?;
+    let end = scan::object_into::<Plain>(b, 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v))?;
     let Ok(s) = std::str::from_utf8(&b[..end]) else {
         return Ok(Row::Slow);
     };
@@ -313,6 +315,10 @@ pub(crate) fn inner_line(acc: &mut Acc, raw: &str, loc: &Loc) {
 
 /// A legacy k6 line: the JSON is the logfmt `msg` value.
 fn logfmt_line(acc: &mut Acc, buf: &mut Vec<u8>, s: &str, loc: &Loc, top: bool) {
+    if k6_req_in_place(acc, s) {
+        acc.stats.kind("k6-logfmt");
+        return;
+    }
     let owned;
     let msg: &str = if msg_into(s.as_bytes(), buf).is_some()
         && let Ok(m) = std::str::from_utf8(buf)
@@ -340,10 +346,31 @@ fn logfmt_line(acc: &mut Acc, buf: &mut Vec<u8>, s: &str, loc: &Loc, top: bool) 
     }
 }
 
+/// A k6 `req` line read where it lies: its `msg` value scanned as JSON in quotes
+/// ([`InQuotes`]), not unescaped into a copy first. `false`, with nothing folded, when the
+/// scanner or the fast path declines (a JSON escape in a value, another kind, a torn line): the
+/// caller then unescapes `msg` and reads the copy.
+#[inline]
+fn k6_req_in_place(acc: &mut Acc, s: &str) -> bool {
+    let b = s.as_bytes();
+    let Some(q) = msg_quote(b) else {
+        return false;
+    };
+    let mut f = Fields::default();
+    let Ok(end) = scan::object::<InQuotes>(b, q + 1, |k, v| f.take(k, v)) else {
+        return false;
+    };
+    // Only spaces may stand between the object and the quote that closes `msg`.
+    let close = end + b[end..].iter().take_while(|&&c| c == b' ').count();
+    b.get(close) == Some(&b'"')
+        && matches!(f.kind, Some(Val::Str(b"req", false)))
+        && fast_req(acc, s, &f)
+}
+
 /// One of our JSON lines (from `Log_s` or a k6 `msg`).
 fn json_line(acc: &mut Acc, s: &str, loc: &Loc, top: bool) {
     let mut f = Fields::default();
-    if scan::object(s.as_bytes(), 0, |k, v| f.take(k, v)).is_ok()
+    if scan::object::<Plain>(s.as_bytes(), 0, |k, v| f.take(k, v)) == Ok(s.len())
         && matches!(f.kind, Some(Val::Str(b"req", false)))
         && fast_req(acc, s, &f)
     {
@@ -591,6 +618,102 @@ mod tests {
         let a = one(sys);
         assert_eq!(a.system.len(), 1);
         assert_eq!(a.system[0].reason, "ContainerTerminated");
+    }
+
+    /// `LINE` as k6 prints it: logrus logfmt, the JSON quoted as Go's `strconv.Quote` does.
+    fn k6(json: &str) -> String {
+        let q = json.replace('\\', "\\\\").replace('"', "\\\"");
+        format!(r#"time="2026-06-12T14:18:20Z" level=info msg="{q}" source=console"#)
+    }
+
+    /// What a read counted: requests (count, err, samples), failed requests' (ts, err_msg),
+    /// and the line counters.
+    fn seen(a: &Acc) -> ((u64, u64, u64), Vec<(i64, Option<String>)>, u64, u64) {
+        let failed = a
+            .failed
+            .iter()
+            .map(|f| (f.ts_ms, f.err_msg.clone()))
+            .collect();
+        (reqs(a), failed, a.stats.unparseable, a.stats.foreign)
+    }
+
+    #[test]
+    fn a_k6_line_is_read_in_place_as_its_unescaped_copy_would_be() {
+        let plain = one(LINE);
+        let a = one(&k6(LINE));
+        assert_eq!(a.stats.by_kind.get("k6-logfmt"), Some(&1));
+        assert_eq!(a.stats.by_kind.get("req"), Some(&1));
+        assert_eq!(seen(&a), seen(&plain));
+        assert_eq!(a.failed[0].scheduled_ms, plain.failed[0].scheduled_ms);
+        assert!(k6_req_in_place(&mut Acc::new(10_000), &k6(LINE)));
+        // Escaped quotes and backslashes in a value (`\\\"` in the logfmt): the in-place scan
+        // declines, the unescaped copy is read, nothing is lost or changed.
+        let quoted = LINE.replace(
+            r#""replica":null"#,
+            r#""err_msg":"upstream said \"no\" C:\\x","replica":null"#,
+        );
+        assert!(!k6_req_in_place(&mut Acc::new(10_000), &k6(&quoted)));
+        let a = one(&k6(&quoted));
+        assert_eq!(reqs(&a), (1, 1, 1));
+        assert_eq!(
+            a.failed[0].err_msg.as_deref(),
+            Some(r#"upstream said "no" C:\x"#)
+        );
+        assert_eq!(a.stats.by_kind.get("k6-logfmt"), Some(&1));
+        // Keys in any order, the JSON's and logfmt's; spaces after the JSON's separators; CRLF.
+        let reordered = r#"{"ok": false, "dur_ms": 23.5, "code": 503, "ts": "2026-06-12T14:18:20.123Z", "kind": "req", "run_id": "r", "err_class": "http_5xx", "revision": "a", "scheduled_ts": "2026-06-12T14:18:20.100Z", "scenario": "main"}"#;
+        let q = reordered.replace('"', "\\\"");
+        for line in [
+            k6(reordered),
+            format!(r#"source=console msg="{q}" level=info time="2026-06-12T14:18:20Z""#),
+            format!(r#"msg="{q}""#),
+            format!("{}\r", k6(LINE)),
+            format!(r#"level=info msg=" {q} " source=console"#),
+        ] {
+            let a = one(&line);
+            assert_eq!(seen(&a), seen(&plain), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_torn_or_odd_k6_line_is_reported_not_guessed() {
+        let line = k6(LINE);
+        // Torn anywhere inside the msg (the last line of a file a crash cut): unparseable, and
+        // never a request read from half a line.
+        let open = line.find("msg=\"").unwrap() + 5;
+        let close = line.rfind('"').unwrap();
+        for cut in open..close {
+            let a = one(&line[..cut]);
+            assert_eq!(reqs(&a), (0, 0, 0), "cut at {cut}: {}", &line[..cut]);
+            assert_eq!(a.stats.unparseable + a.stats.foreign, 1, "cut at {cut}");
+        }
+        // Text after the JSON inside msg: serde refuses it, so do we.
+        let q = LINE.replace('"', "\\\"");
+        let a = one(&format!(r#"level=info msg="{q} and more""#));
+        assert_eq!((reqs(&a), a.stats.unparseable), ((0, 0, 0), 1));
+        // A logfmt escape between the JSON's tokens (a tab, `\t`): the in-place scan declines,
+        // the unescaped copy is JSON with a tab in it, and is read.
+        let a = one(&format!(
+            r#"level=info msg="{}""#,
+            q.replacen(',', ",\\t", 1)
+        ));
+        assert_eq!(seen(&a), seen(&one(LINE)));
+        // k6's own messages are not ours: counted as foreign.
+        let a = one(r#"time="2026-06-12T14:18:20Z" level=warn msg="Request Failed" error="EOF""#);
+        assert_eq!((reqs(&a), a.stats.foreign), ((0, 0, 0), 1));
+    }
+
+    #[test]
+    fn text_after_a_json_line_is_not_read_as_a_request() {
+        for line in [
+            format!("{LINE} x"),
+            format!("{LINE}}}"),
+            format!("{LINE},{LINE}"),
+        ] {
+            let a = one(&line);
+            assert_eq!(reqs(&a), (0, 0, 0), "{line}");
+            assert_eq!(a.stats.unparseable, 1, "{line}");
+        }
     }
 
     #[test]

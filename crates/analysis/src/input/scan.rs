@@ -3,6 +3,10 @@
 //! allocating. Anything it is not sure of (a nested value, an escaped key, a malformed token) makes
 //! it give up, and the caller hands the text to serde; a value cut off by the end of the buffer is
 //! reported apart, so a streaming reader can read more and try again.
+//!
+//! It reads JSON as it stands ([`Plain`]) or as it stands inside a quoted logfmt value
+//! ([`InQuotes`]: k6's `msg="{\"kind\":\"req\"}"`, every quote written `\"`), so a k6 line is
+//! scanned where it lies instead of being unescaped into a copy first.
 
 /// A scalar value, borrowed from the input.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -44,6 +48,53 @@ pub(crate) fn find_quote_or_escape(b: &[u8], from: usize) -> Option<usize> {
         }
     }
     memchr::memchr2(b'"', b'\\', &b[near..]).map(|k| near + k)
+}
+
+/// How the scanned bytes quote the JSON's strings.
+pub(crate) trait Quoting {
+    /// At `b[i]` (a `"` or a `\`): the string that opens there, as [`string`] returns it; `Declined`
+    /// when no string opens there.
+    fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop>;
+}
+
+/// JSON as it stands.
+pub(crate) struct Plain;
+
+impl Quoting for Plain {
+    #[inline]
+    fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop> {
+        if b[i] != b'"' {
+            return Err(Stop::Declined);
+        }
+        string(b, i)
+    }
+}
+
+/// JSON inside a double-quoted logfmt value, as k6 (logrus, Go's `strconv.Quote`) writes it:
+/// every `"` of the JSON is `\"` there and every `\` is `\\`. Only strings without JSON escapes
+/// are read (those are the same bytes quoted or not); a JSON escape inside a string (`\\`), a
+/// logfmt escape outside one (`\t`) or a bare `"` (the logfmt value ends) declines, and the
+/// caller unescapes the value and scans the copy.
+pub(crate) struct InQuotes;
+
+impl Quoting for InQuotes {
+    #[inline]
+    fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop> {
+        match b.get(i + 1) {
+            None => return Err(Stop::Incomplete),
+            Some(b'"') if b[i] == b'\\' => {}
+            Some(_) => return Err(Stop::Declined),
+        }
+        let start = i + 2;
+        let Some(at) = find_quote_or_escape(b, start) else {
+            return Err(Stop::Incomplete);
+        };
+        match (b[at], b.get(at + 1)) {
+            (b'\\', Some(b'"')) => Ok((&b[start..at], false, at + 2)),
+            (b'\\', None) => Err(Stop::Incomplete),
+            _ => Err(Stop::Declined),
+        }
+    }
 }
 
 /// At an opening quote: the string's raw bytes, whether it holds escapes, and the index after
@@ -92,33 +143,42 @@ fn string_into<'a>(
             return Err(Stop::Incomplete);
         };
         seg = at + 2;
-        let c = match e {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
-            b'n' => b'\n',
-            b't' => b'\t',
-            b'r' => b'\r',
-            b'b' => 0x08,
-            b'f' => 0x0c,
-            b'u' => {
-                // A cut escape (or surrogate pair) may be completed by more bytes.
-                let Some((ch, used)) = unicode_escape(b, seg) else {
-                    return Err(if b.len() < seg + 10 {
-                        Stop::Incomplete
-                    } else {
-                        Stop::Declined
-                    });
-                };
-                let mut tmp = [0u8; 4];
-                out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
-                seg += used;
-                continue;
-            }
-            _ => return Err(Stop::Declined),
+        if let Some(c) = one_char_escape(e) {
+            out.push(c);
+            continue;
+        }
+        if e != b'u' {
+            return Err(Stop::Declined);
+        }
+        // A cut escape (or surrogate pair) may be completed by more bytes.
+        let Some((ch, used)) = unicode_escape(b, seg) else {
+            return Err(if b.len() < seg + 10 {
+                Stop::Incomplete
+            } else {
+                Stop::Declined
+            });
         };
-        out.push(c);
+        let mut tmp = [0u8; 4];
+        out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+        seg += used;
     }
+}
+
+/// The byte a one-character JSON escape (`\n`, `\"`, ...) stands for; `None` for `\u` and
+/// for what is not an escape.
+#[inline]
+fn one_char_escape(e: u8) -> Option<u8> {
+    Some(match e {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'/' => b'/',
+        b'n' => b'\n',
+        b't' => b'\t',
+        b'r' => b'\r',
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        _ => return None,
+    })
 }
 
 /// The character of `\\uXXXX` (or a `\\uXXXX\\uXXXX` surrogate pair) whose hex digits start
@@ -144,7 +204,7 @@ fn unicode_escape(b: &[u8], i: usize) -> Option<(char, usize)> {
 
 /// A scalar at `i` (after whitespace); the value and the index after it.
 #[inline]
-fn scalar(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
+fn scalar<Q: Quoting>(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
     let lit = |word: &[u8], v: Val<'static>| -> Result<(Val<'static>, usize), Stop> {
         let end = i + word.len();
         if b.len() < end {
@@ -161,8 +221,8 @@ fn scalar(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
     };
     match b.get(i) {
         None => Err(Stop::Incomplete),
-        Some(b'"') => {
-            let (s, esc, j) = string(b, i)?;
+        Some(b'"' | b'\\') => {
+            let (s, esc, j) = Q::string(b, i)?;
             Ok((Val::Str(s, esc), j))
         }
         Some(b't') => lit(b"true", Val::Bool(true)),
@@ -182,44 +242,76 @@ fn scalar(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
     }
 }
 
+/// Where a container's walk goes on.
+enum Next {
+    /// A value (or key) starts at this index.
+    Value(usize),
+    /// The container closed; the index after it.
+    End(usize),
+}
+
+/// At a container's opening `open` (whitespace allowed before it): where its first value
+/// starts, or its end when it is empty.
+#[inline]
+fn open(b: &[u8], i: usize, open: u8, close: u8) -> Result<Next, Stop> {
+    let i = ws(b, i);
+    match b.get(i) {
+        None => return Err(Stop::Incomplete),
+        Some(&c) if c == open => {}
+        Some(_) => return Err(Stop::Declined),
+    }
+    let i = ws(b, i + 1);
+    match b.get(i) {
+        None => Err(Stop::Incomplete),
+        Some(&c) if c == close => Ok(Next::End(i + 1)),
+        Some(_) => Ok(Next::Value(i)),
+    }
+}
+
+/// After a value at `j`: a comma and the next value, or the container's `close`.
+#[inline]
+fn after_value(b: &[u8], j: usize, close: u8) -> Result<Next, Stop> {
+    let i = ws(b, j);
+    match b.get(i) {
+        None => Err(Stop::Incomplete),
+        Some(b',') => Ok(Next::Value(ws(b, i + 1))),
+        Some(&c) if c == close => Ok(Next::End(i + 1)),
+        Some(_) => Err(Stop::Declined),
+    }
+}
+
 /// Walks the flat object starting at `b[i]` (whitespace allowed before it), calling `f` with
 /// each key's raw bytes and value; returns the index after the closing brace.
-pub(crate) fn object<'a>(
+pub(crate) fn object<'a, Q: Quoting>(
     b: &'a [u8],
     i: usize,
     f: impl FnMut(&'a [u8], Val<'a>),
 ) -> Result<usize, Stop> {
-    object_into(b, i, b"", &mut Vec::new(), f)
+    object_into::<Q>(b, i, b"", &mut Vec::new(), f)
 }
 
 /// [`object`] that also unescapes the string value of `key` into `out` as it scans it (for a
-/// console row's `Log_s`: one pass instead of two).
-pub(crate) fn object_into<'a>(
+/// console row's `Log_s`: one pass instead of two; plain JSON only).
+pub(crate) fn object_into<'a, Q: Quoting>(
     b: &'a [u8],
     i: usize,
     key: &[u8],
     out: &mut Vec<u8>,
     mut f: impl FnMut(&'a [u8], Val<'a>),
 ) -> Result<usize, Stop> {
-    let mut i = ws(b, i);
-    match b.get(i) {
-        None => return Err(Stop::Incomplete),
-        Some(b'{') => i += 1,
-        Some(_) => return Err(Stop::Declined),
-    }
-    i = ws(b, i);
-    match b.get(i) {
-        None => return Err(Stop::Incomplete),
-        Some(b'}') => return Ok(i + 1),
-        Some(_) => {}
-    }
+    let mut i = match open(b, i, b'{', b'}')? {
+        Next::Value(i) => i,
+        Next::End(end) => return Ok(end),
+    };
     loop {
-        match b.get(i) {
-            None => return Err(Stop::Incomplete),
-            Some(b'"') => {}
-            Some(_) => return Err(Stop::Declined),
+        if !matches!(b.get(i), Some(b'"' | b'\\')) {
+            return Err(if i >= b.len() {
+                Stop::Incomplete
+            } else {
+                Stop::Declined
+            });
         }
-        let (k, esc, j) = string(b, i)?;
+        let (k, esc, j) = Q::string(b, i)?;
         if esc {
             return Err(Stop::Declined);
         }
@@ -234,16 +326,13 @@ pub(crate) fn object_into<'a>(
             let (s, esc, j) = string_into(b, i, out)?;
             (Val::Str(s, esc), j)
         } else {
-            scalar(b, i)?
+            scalar::<Q>(b, i)?
         };
         f(k, v);
-        i = ws(b, j);
-        match b.get(i) {
-            None => return Err(Stop::Incomplete),
-            Some(b',') => i = ws(b, i + 1),
-            Some(b'}') => return Ok(i + 1),
-            Some(_) => return Err(Stop::Declined),
-        }
+        i = match after_value(b, j, b'}')? {
+            Next::Value(i) => i,
+            Next::End(end) => return Ok(end),
+        };
     }
 }
 
@@ -257,35 +346,24 @@ pub(crate) fn array_into<'a>(
     out: &mut Vec<u8>,
     mut f: impl FnMut(usize, Val<'a>),
 ) -> Result<usize, Stop> {
-    let mut i = ws(b, i);
-    match b.get(i) {
-        None => return Err(Stop::Incomplete),
-        Some(b'[') => i += 1,
-        Some(_) => return Err(Stop::Declined),
-    }
-    i = ws(b, i);
-    match b.get(i) {
-        None => return Err(Stop::Incomplete),
-        Some(b']') => return Ok(i + 1),
-        Some(_) => {}
-    }
+    let mut i = match open(b, i, b'[', b']')? {
+        Next::Value(i) => i,
+        Next::End(end) => return Ok(end),
+    };
     let mut n = 0;
     loop {
         let (v, j) = if key == Some(n) && b.get(i) == Some(&b'"') {
             let (s, esc, j) = string_into(b, i, out)?;
             (Val::Str(s, esc), j)
         } else {
-            scalar(b, i)?
+            scalar::<Plain>(b, i)?
         };
         f(n, v);
         n += 1;
-        i = ws(b, j);
-        match b.get(i) {
-            None => return Err(Stop::Incomplete),
-            Some(b',') => i = ws(b, i + 1),
-            Some(b']') => return Ok(i + 1),
-            Some(_) => return Err(Stop::Declined),
-        }
+        i = match after_value(b, j, b']')? {
+            Next::Value(i) => i,
+            Next::End(end) => return Ok(end),
+        };
     }
 }
 
@@ -308,27 +386,19 @@ pub(crate) fn unescape(raw: &[u8], out: &mut Vec<u8>) -> bool {
             return false;
         };
         i += 2;
-        let c = match e {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
-            b'n' => b'\n',
-            b't' => b'\t',
-            b'r' => b'\r',
-            b'b' => 0x08,
-            b'f' => 0x0c,
-            b'u' => {
-                let Some((ch, used)) = unicode_escape(raw, i) else {
-                    return false;
-                };
-                i += used;
-                let mut tmp = [0u8; 4];
-                out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
-                continue;
-            }
-            _ => return false,
+        if let Some(c) = one_char_escape(e) {
+            out.push(c);
+            continue;
+        }
+        if e != b'u' {
+            return false;
+        }
+        let Some((ch, used)) = unicode_escape(raw, i) else {
+            return false;
         };
-        out.push(c);
+        i += used;
+        let mut tmp = [0u8; 4];
+        out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
     }
     true
 }
@@ -440,7 +510,7 @@ mod tests {
 
     fn pairs(s: &str) -> Result<Vec<(String, Val<'_>)>, Stop> {
         let mut out = Vec::new();
-        object(s.as_bytes(), 0, |k, v| {
+        object::<Plain>(s.as_bytes(), 0, |k, v| {
             out.push((String::from_utf8_lossy(k).into_owned(), v))
         })?;
         Ok(out)
@@ -495,7 +565,7 @@ mod tests {
         );
         let mut out = Vec::new();
         let mut seen = Vec::new();
-        let end = object_into(row.as_bytes(), 0, b"Log_s", &mut out, |k, v| {
+        let end = object_into::<Plain>(row.as_bytes(), 0, b"Log_s", &mut out, |k, v| {
             seen.push((k, v))
         })
         .unwrap();
@@ -510,7 +580,7 @@ mod tests {
         assert_eq!(again, out);
         // cut anywhere: incomplete, never a wrong value
         for cut in 1..row.len() {
-            let r = object_into(&row.as_bytes()[..cut], 0, b"Log_s", &mut out, |_, _| {});
+            let r = object_into::<Plain>(&row.as_bytes()[..cut], 0, b"Log_s", &mut out, |_, _| {});
             assert_eq!(r, Err(Stop::Incomplete), "cut at {cut}");
         }
         let arr = format!(r#"[1, {}]"#, serde_json::to_string(log).unwrap());
@@ -518,9 +588,42 @@ mod tests {
         assert_eq!(std::str::from_utf8(&out).unwrap(), log);
         let bad = r#"{"Log_s": "\x41"}"#;
         assert_eq!(
-            object_into(bad.as_bytes(), 0, b"Log_s", &mut out, |_, _| {}),
+            object_into::<Plain>(bad.as_bytes(), 0, b"Log_s", &mut out, |_, _| {}),
             Err(Stop::Declined)
         );
+    }
+
+    #[test]
+    fn json_in_logfmt_quotes_reads_as_its_unescaped_copy_or_declines() {
+        let json = r#"{"kind":"req", "ts":"2026-06-12T14:18:20.123Z","code":503,"ok":false,"x":null,"e":""}"#;
+        let quoted = format!("msg=\"{}\" source=console", json.replace('"', "\\\""));
+        let b = quoted.as_bytes();
+        let mut want = Vec::new();
+        object::<Plain>(json.as_bytes(), 0, |k, v| want.push((k.to_vec(), v))).unwrap();
+        let mut got = Vec::new();
+        let end = object::<InQuotes>(b, 5, |k, v| got.push((k.to_vec(), v))).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(&quoted[end..], "\" source=console");
+        // A JSON escape in a string (`\\\"` in the logfmt), a bare quote, a logfmt escape
+        // outside a string: declined; a cut: incomplete or declined, never a value.
+        for bad in [
+            r#"{\"a\":\"x\\\"y\"}"#,
+            r#"{\"a\":"x"}"#,
+            r#"{\"a\":\t1}"#,
+            r#"{"a":1}"#,
+        ] {
+            assert_eq!(
+                object::<InQuotes>(bad.as_bytes(), 0, |_, _| {}),
+                Err(Stop::Declined),
+                "{bad}"
+            );
+        }
+        for cut in 1..end - 5 {
+            assert!(
+                object::<InQuotes>(&b[5..5 + cut], 0, |_, _| {}).is_err(),
+                "cut at {cut}"
+            );
+        }
     }
 
     #[test]
