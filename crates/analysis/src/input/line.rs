@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::fold::{KNOWN_KINDS, ReqIn, req, row_object, system_row, typed_line};
 use super::logfmt::{is_logfmt, logfmt_msg, msg_into, msg_quote};
-use super::scan::{self, InQuotes, Plain, Stop, Val};
+use super::scan::{self, InQuotes, Inner, Inside, Plain, Stop, Val};
 use crate::model::{Acc, Loc, bump};
 use crate::ts::parse_ms;
 
@@ -127,10 +127,13 @@ pub(crate) fn outer_line(acc: &mut Acc, sc: &mut Scratch, raw: &[u8], loc: &Loc)
 /// printed directly.
 pub(crate) fn json_record(acc: &mut Acc, sc: &mut Scratch, s: &str, loc: &Loc) {
     let mut f = Fields::default();
+    let mut fi = Fields::default();
+    let mut inner = Inner::new(&mut sc.log, |k, v| fi.take(k, v));
     let scanned =
-        scan::object_into::<Plain>(s.as_bytes(), 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v));
+        scan::object_into::<Plain, _>(s.as_bytes(), 0, b"Log_s", &mut inner, |k, v| f.take(k, v));
+    let inside = inner.inside;
     // Anything after the object (the line is trimmed) is for serde to refuse.
-    if scanned != Ok(s.len()) || !record(acc, sc, s, &f, loc) {
+    if scanned != Ok(s.len()) || !record(acc, sc, s, &f, (inside, &fi), loc) {
         json_slow(acc, s, loc, true);
     }
 }
@@ -147,11 +150,14 @@ pub(crate) enum Row {
 /// paths take it; `Err` when the scanner declines it or it is cut off.
 pub(crate) fn row_at(acc: &mut Acc, sc: &mut Scratch, b: &[u8], loc: &Loc) -> Result<Row, Stop> {
     let mut f = Fields::default();
-    let end = scan::object_into::<Plain>(b, 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v))?;
+    let mut fi = Fields::default();
+    let mut inner = Inner::new(&mut sc.log, |k, v| fi.take(k, v));
+    let end = scan::object_into::<Plain, _>(b, 0, b"Log_s", &mut inner, |k, v| f.take(k, v))?;
+    let inside = inner.inside;
     let Ok(s) = std::str::from_utf8(&b[..end]) else {
         return Ok(Row::Slow);
     };
-    Ok(if record(acc, sc, s, &f, loc) {
+    Ok(if record(acc, sc, s, &f, (inside, &fi), loc) {
         Row::Read(end)
     } else {
         Row::Slow
@@ -167,51 +173,68 @@ pub(crate) fn api_row_at(
     loc: &Loc,
 ) -> Result<Row, Stop> {
     let mut f = Fields::default();
+    let mut fi = Fields::default();
     let mut extra = false;
     let log = cols.iter().position(|c| c == "Log_s");
-    let end = scan::array_into(b, 0, log, &mut sc.log, |i, v| match cols.get(i) {
+    let mut inner = Inner::new(&mut sc.log, |k, v| fi.take(k, v));
+    let end = scan::array_into(b, 0, log, &mut inner, |i, v| match cols.get(i) {
         Some(k) => f.take(k.as_bytes(), v),
         None => extra = true,
     })?;
+    let inside = inner.inside;
     let Ok(s) = std::str::from_utf8(&b[..end]) else {
         return Ok(Row::Slow);
     };
-    Ok(if !extra && record(acc, sc, s, &f, loc) {
+    Ok(if !extra && record(acc, sc, s, &f, (inside, &fi), loc) {
         Row::Read(end)
     } else {
         Row::Slow
     })
 }
 
-/// A scanned record (line or row) through the fast paths: a console row's `Log_s`, or a `req`
-/// line. `false` when neither takes it (the caller hands it to serde); nothing is folded then.
-fn record(acc: &mut Acc, sc: &mut Scratch, s: &str, f: &Fields<'_>, loc: &Loc) -> bool {
-    if let Some(log) = f.log {
-        if f.system {
-            return false;
-        }
-        match log {
-            Val::Str(b, false) => {
-                let Some(text) = sub(s, b) else {
-                    return false;
-                };
-                acc.stats.kind("console-row");
-                inner_line_with(acc, &mut sc.msg, text, loc);
-            }
-            Val::Str(_, true) => {
-                // Unescaped into `sc.log` by the scan.
-                let Scratch { log, msg } = sc;
-                let Ok(text) = std::str::from_utf8(log) else {
-                    return false;
-                };
-                acc.stats.kind("console-row");
-                inner_line_with(acc, msg, text, loc);
-            }
-            _ => return false,
-        }
-        return true;
+/// A scanned record (line or row) through the fast paths: a console row's `Log_s` (read in
+/// place when `inner` says so, else from its copy), or a `req` line. `false` when neither takes
+/// it (the caller hands it to serde); nothing is folded then.
+fn record(
+    acc: &mut Acc,
+    sc: &mut Scratch,
+    s: &str,
+    f: &Fields<'_>,
+    inner: (Inside, &Fields<'_>),
+    loc: &Loc,
+) -> bool {
+    let Some(log) = f.log else {
+        return matches!(f.kind, Some(Val::Str(b"req", false))) && fast_req(acc, s, f);
+    };
+    if f.system {
+        return false;
     }
-    matches!(f.kind, Some(Val::Str(b"req", false))) && fast_req(acc, s, f)
+    let Val::Str(raw, escaped) = log else {
+        return false;
+    };
+    let Scratch { log, msg } = sc;
+    let text = match inner {
+        (Inside::Read, fi) => {
+            if matches!(fi.kind, Some(Val::Str(b"req", false))) && fast_req(acc, s, fi) {
+                acc.stats.kind("console-row");
+                return true;
+            }
+            // Another kind of line, or a field the fast path does not take: read its copy.
+            if !scan::unescape(raw, log) {
+                return false;
+            }
+            std::str::from_utf8(log).ok()
+        }
+        (Inside::Copied, _) if escaped => std::str::from_utf8(log).ok(),
+        (Inside::Copied, _) => sub(s, raw),
+        (Inside::No, _) => None,
+    };
+    let Some(text) = text else {
+        return false;
+    };
+    acc.stats.kind("console-row");
+    inner_line_with(acc, msg, text, loc);
+    true
 }
 
 /// A `req` line from the scanned fields; `false` when a field is not what the fast path reads

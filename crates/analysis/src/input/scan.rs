@@ -280,6 +280,58 @@ fn after_value(b: &[u8], j: usize, close: u8) -> Result<Next, Stop> {
     }
 }
 
+/// What became of the string value a scan reads inside ([`Inner`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Inside {
+    /// Not seen (or not a string).
+    No,
+    /// A flat JSON object written as a JSON string, read where it lies: its fields went to
+    /// [`Inner::fields`], and nothing was copied.
+    Read,
+    /// Unescaped into [`Inner::out`] (what is not such an object, or holds escapes of its own).
+    Copied,
+}
+
+/// The string value a scan reads inside: a console row's `Log_s`, which holds one printed line,
+/// usually one of our JSON lines (every quote written `\"`).
+pub(crate) struct Inner<'o, G> {
+    /// Where the value is unescaped when it is not read in place.
+    pub out: &'o mut Vec<u8>,
+    /// Given each field of the object the value holds, when it is read in place. Fields given
+    /// during an attempt that then declines are stale: trust them only when `inside` is `Read`.
+    pub fields: G,
+    pub inside: Inside,
+}
+
+impl<'o, G> Inner<'o, G> {
+    pub(crate) fn new(out: &'o mut Vec<u8>, fields: G) -> Self {
+        Inner {
+            out,
+            fields,
+            inside: Inside::No,
+        }
+    }
+
+    /// At the opening quote of the value: its raw bytes as [`string`] returns them (marked
+    /// escaped when read in place) and the index after it.
+    fn read<'a>(&mut self, b: &'a [u8], i: usize) -> Result<(&'a [u8], bool, usize), Stop>
+    where
+        G: FnMut(&'a [u8], Val<'a>),
+    {
+        if let Ok(end) = object::<InQuotes>(b, i + 1, &mut self.fields) {
+            // Only spaces may stand between the object and the closing quote.
+            let close = end + b[end..].iter().take_while(|&&c| c == b' ').count();
+            if b.get(close) == Some(&b'"') {
+                self.inside = Inside::Read;
+                return Ok((&b[i + 1..close], true, close + 1));
+            }
+        }
+        let v = string_into(b, i, self.out)?;
+        self.inside = Inside::Copied;
+        Ok(v)
+    }
+}
+
 /// Walks the flat object starting at `b[i]` (whitespace allowed before it), calling `f` with
 /// each key's raw bytes and value; returns the index after the closing brace.
 pub(crate) fn object<'a, Q: Quoting>(
@@ -287,16 +339,19 @@ pub(crate) fn object<'a, Q: Quoting>(
     i: usize,
     f: impl FnMut(&'a [u8], Val<'a>),
 ) -> Result<usize, Stop> {
-    object_into::<Q>(b, i, b"", &mut Vec::new(), f)
+    // A function pointer, not a closure: a closure here would be a new type for each `Q` and
+    // `f`, and `Inner::read` instantiates `object` again with it, without end.
+    let ignore: fn(&'a [u8], Val<'a>) = |_, _| {};
+    object_into::<Q, _>(b, i, b"", &mut Inner::new(&mut Vec::new(), ignore), f)
 }
 
-/// [`object`] that also unescapes the string value of `key` into `out` as it scans it (for a
-/// console row's `Log_s`: one pass instead of two; plain JSON only).
-pub(crate) fn object_into<'a, Q: Quoting>(
+/// [`object`] that also reads the string value of `key` inside ([`Inner`]) as it scans it: for a
+/// console row's `Log_s`, one pass instead of an unescaped copy scanned again. Plain JSON only.
+pub(crate) fn object_into<'a, Q: Quoting, G: FnMut(&'a [u8], Val<'a>)>(
     b: &'a [u8],
     i: usize,
     key: &[u8],
-    out: &mut Vec<u8>,
+    inner: &mut Inner<'_, G>,
     mut f: impl FnMut(&'a [u8], Val<'a>),
 ) -> Result<usize, Stop> {
     let mut i = match open(b, i, b'{', b'}')? {
@@ -323,7 +378,7 @@ pub(crate) fn object_into<'a, Q: Quoting>(
         }
         i = ws(b, i + 1);
         let (v, j) = if b.get(i) == Some(&b'"') && !key.is_empty() && k == key {
-            let (s, esc, j) = string_into(b, i, out)?;
+            let (s, esc, j) = inner.read(b, i)?;
             (Val::Str(s, esc), j)
         } else {
             scalar::<Q>(b, i)?
@@ -337,13 +392,13 @@ pub(crate) fn object_into<'a, Q: Quoting>(
 }
 
 /// Walks the flat array starting at `b[i]`, calling `f` with each element's index and value
-/// (the string at index `key`, if any, also unescaped into `out`); returns the index after the
-/// closing bracket.
-pub(crate) fn array_into<'a>(
+/// (the string at index `key`, if any, also read inside, as [`object_into`] does); returns the
+/// index after the closing bracket.
+pub(crate) fn array_into<'a, G: FnMut(&'a [u8], Val<'a>)>(
     b: &'a [u8],
     i: usize,
     key: Option<usize>,
-    out: &mut Vec<u8>,
+    inner: &mut Inner<'_, G>,
     mut f: impl FnMut(usize, Val<'a>),
 ) -> Result<usize, Stop> {
     let mut i = match open(b, i, b'[', b']')? {
@@ -353,7 +408,7 @@ pub(crate) fn array_into<'a>(
     let mut n = 0;
     loop {
         let (v, j) = if key == Some(n) && b.get(i) == Some(&b'"') {
-            let (s, esc, j) = string_into(b, i, out)?;
+            let (s, esc, j) = inner.read(b, i)?;
             (Val::Str(s, esc), j)
         } else {
             scalar::<Plain>(b, i)?
@@ -367,10 +422,10 @@ pub(crate) fn array_into<'a>(
     }
 }
 
-/// Unescapes a JSON string's raw bytes into `out` (cleared first): the reference the fused scan
-/// ([`object_into`]) is tested against. `false` when an escape is
-/// invalid or encodes a lone surrogate (the caller then lets serde report it).
-#[cfg(test)]
+/// Unescapes a JSON string's raw bytes into `out` (cleared first): for a value read in place
+/// that must be read again as text, and the reference the fused scan ([`object_into`]) is
+/// tested against. `false` when an escape is invalid or encodes a lone surrogate (the caller
+/// then lets serde report it).
 pub(crate) fn unescape(raw: &[u8], out: &mut Vec<u8>) -> bool {
     out.clear();
     out.reserve(raw.len());
@@ -556,6 +611,18 @@ mod tests {
         assert!(!unescape(br"\x41", &mut out));
     }
 
+    /// A scan of `row` reading `Log_s` inside: what it saw, what became of `Log_s`, the copy.
+    fn scan_row(row: &[u8]) -> Result<(usize, Vec<(Vec<u8>, String)>, Inside, Vec<u8>), Stop> {
+        let mut out = Vec::new();
+        let mut fields = Vec::new();
+        let mut inner = Inner::new(&mut out, |k: &[u8], v: Val<'_>| {
+            fields.push((k.to_vec(), format!("{v:?}")))
+        });
+        let end = object_into::<Plain, _>(row, 0, b"Log_s", &mut inner, |_, _| {})?;
+        let inside = inner.inside;
+        Ok((end, fields, inside, out))
+    }
+
     #[test]
     fn the_unescaping_scan_agrees_with_unescape_and_with_serde() {
         let log = r#"{"kind":"req","m":"a\\b \u00e9 \ud83d\ude00","n":1}"#;
@@ -565,10 +632,13 @@ mod tests {
         );
         let mut out = Vec::new();
         let mut seen = Vec::new();
-        let end = object_into::<Plain>(row.as_bytes(), 0, b"Log_s", &mut out, |k, v| {
+        let mut inner = Inner::new(&mut out, |_: &[u8], _: Val<'_>| {});
+        let end = object_into::<Plain, _>(row.as_bytes(), 0, b"Log_s", &mut inner, |k, v| {
             seen.push((k, v))
         })
         .unwrap();
+        // Escapes of its own inside: not read in place, unescaped in the scan's pass.
+        assert_eq!(inner.inside, Inside::Copied);
         assert_eq!(end, row.len());
         assert_eq!(std::str::from_utf8(&out).unwrap(), log);
         assert_eq!(seen.len(), 3);
@@ -580,17 +650,52 @@ mod tests {
         assert_eq!(again, out);
         // cut anywhere: incomplete, never a wrong value
         for cut in 1..row.len() {
-            let r = object_into::<Plain>(&row.as_bytes()[..cut], 0, b"Log_s", &mut out, |_, _| {});
-            assert_eq!(r, Err(Stop::Incomplete), "cut at {cut}");
+            let r = scan_row(&row.as_bytes()[..cut]);
+            assert_eq!(r.map(|r| r.0), Err(Stop::Incomplete), "cut at {cut}");
         }
         let arr = format!(r#"[1, {}]"#, serde_json::to_string(log).unwrap());
-        array_into(arr.as_bytes(), 0, Some(1), &mut out, |_, _| {}).unwrap();
+        let mut inner = Inner::new(&mut out, |_: &[u8], _: Val<'_>| {});
+        array_into(arr.as_bytes(), 0, Some(1), &mut inner, |_, _| {}).unwrap();
         assert_eq!(std::str::from_utf8(&out).unwrap(), log);
         let bad = r#"{"Log_s": "\x41"}"#;
-        assert_eq!(
-            object_into::<Plain>(bad.as_bytes(), 0, b"Log_s", &mut out, |_, _| {}),
-            Err(Stop::Declined)
+        assert_eq!(scan_row(bad.as_bytes()).map(|r| r.0), Err(Stop::Declined));
+    }
+
+    #[test]
+    fn a_json_line_in_log_s_is_read_in_place_as_its_copy_would_be() {
+        let log = r#"{"kind":"req","ts":"2026-06-12T14:18:20.017Z","code":200,"dur_ms":17.41,"ok":true,"replica":null}"#;
+        let row = format!(
+            r#"{{"ContainerAppName_s":"loadgen","Log_s":{},"Stream_s":"stdout"}}"#,
+            serde_json::to_string(log).unwrap()
         );
+        let (end, fields, inside, out) = scan_row(row.as_bytes()).unwrap();
+        assert_eq!((end, inside), (row.len(), Inside::Read));
+        assert!(out.is_empty(), "nothing copied");
+        let mut want = Vec::new();
+        object::<Plain>(log.as_bytes(), 0, |k, v| {
+            want.push((k.to_vec(), format!("{v:?}")))
+        })
+        .unwrap();
+        assert_eq!(fields, want);
+        // Cut anywhere (a document streamed in blocks): incomplete, never a value.
+        for cut in 1..row.len() {
+            let r = scan_row(&row.as_bytes()[..cut]);
+            assert_eq!(r.map(|r| r.0), Err(Stop::Incomplete), "cut at {cut}");
+        }
+        // Not one flat object (plain text, a k6 line, text after the object, a trailing
+        // newline): copied, as before.
+        for log in [
+            "Stopping container",
+            r#"time="x" level=info msg="{\"kind\":\"req\"}""#,
+            r#"{"kind":"req"} more"#,
+            "{\"kind\":\"req\"}\n",
+            r#"{"kind":{"nested":1}}"#,
+        ] {
+            let row = format!(r#"{{"Log_s":{}}}"#, serde_json::to_string(log).unwrap());
+            let (_, _, inside, out) = scan_row(row.as_bytes()).unwrap();
+            assert_eq!(inside, Inside::Copied, "{log}");
+            assert_eq!(std::str::from_utf8(&out).unwrap(), log);
+        }
     }
 
     #[test]
