@@ -48,26 +48,27 @@ struct Fields<'a> {
 impl<'a> Fields<'a> {
     #[inline]
     fn take(&mut self, k: &[u8], v: Val<'a>) {
-        let slot = match k {
-            b"kind" => &mut self.kind,
-            b"ts" => &mut self.ts,
-            b"run_id" => &mut self.run_id,
-            b"perturbation_id" => &mut self.perturbation_id,
-            b"scenario" => &mut self.scenario,
-            b"scheduled_ts" => &mut self.scheduled_ts,
-            b"code" => &mut self.code,
-            b"dur_ms" => &mut self.dur_ms,
-            b"ok" => &mut self.ok,
-            b"err_class" => &mut self.err_class,
-            b"err_msg" => &mut self.err_msg,
-            b"revision" => &mut self.revision,
-            b"replica" => &mut self.replica,
-            b"Log_s" => &mut self.log,
-            b"Reason_s" => {
+        // By length first: each arm then compares a few fixed-size words, not every key in turn.
+        let slot = match (k.len(), k) {
+            (4, b"kind") => &mut self.kind,
+            (2, b"ts") => &mut self.ts,
+            (6, b"run_id") => &mut self.run_id,
+            (15, b"perturbation_id") => &mut self.perturbation_id,
+            (8, b"scenario") => &mut self.scenario,
+            (12, b"scheduled_ts") => &mut self.scheduled_ts,
+            (4, b"code") => &mut self.code,
+            (6, b"dur_ms") => &mut self.dur_ms,
+            (2, b"ok") => &mut self.ok,
+            (9, b"err_class") => &mut self.err_class,
+            (7, b"err_msg") => &mut self.err_msg,
+            (8, b"revision") => &mut self.revision,
+            (7, b"replica") => &mut self.replica,
+            (5, b"Log_s") => &mut self.log,
+            (8, b"Reason_s") => {
                 self.system = true;
                 return;
             }
-            b"TableName" | b"Type" => {
+            (9, b"TableName") | (4, b"Type") => {
                 if let Val::Str(s, _) = v
                     && memchr::memmem::find(s, b"SystemLogs").is_some()
                 {
