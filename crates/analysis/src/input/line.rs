@@ -652,7 +652,9 @@ mod tests {
 
     /// What a read counted: requests (count, err, samples), failed requests' (ts, err_msg),
     /// and the line counters.
-    fn seen(a: &Acc) -> ((u64, u64, u64), Vec<(i64, Option<String>)>, u64, u64) {
+    type Seen = ((u64, u64, u64), Vec<(i64, Option<String>)>, u64, u64);
+
+    fn seen(a: &Acc) -> Seen {
         let failed = a
             .failed
             .iter()

@@ -658,7 +658,10 @@ mod tests {
     }
 
     /// A scan of `row` reading `Log_s` inside: what it saw, what became of `Log_s`, the copy.
-    fn scan_row(row: &[u8]) -> Result<(usize, Vec<(Vec<u8>, String)>, Inside, Vec<u8>), Stop> {
+    /// The end, the fields read inside, what became of `Log_s`, its copy.
+    type Scanned = (usize, Vec<(Vec<u8>, String)>, Inside, Vec<u8>);
+
+    fn scan_row(row: &[u8]) -> Result<Scanned, Stop> {
         let mut out = Vec::new();
         let mut fields = Vec::new();
         let mut inner = Inner::new(&mut out, |k: &[u8], v: Val<'_>| {
