@@ -16,7 +16,11 @@
 # Run it under the machine-wide lock: flock /tmp/probelab-heavy.lock bench/analysis_vs_duckdb.sh
 #
 # Needs: cargo, python3 with duckdb (`pip install duckdb`).
-# Env: HOURS [2], RPS [200], RUNS [3], SHAPES ["loadgen client k6 console az query-api"].
+# Env: HOURS [2], RPS [200], RUNS [3], SHAPES ["loadgen client k6 console az query-api"],
+# OUT [bench/runs/<date>-<host>] (where results.txt goes; give each repeat its own),
+# INPUTS [$OUT/tmp] (where the generated files are kept, and reused when present).
+# The two binaries are copied out of the (maybe shared) target dir before the first run, so a
+# build elsewhere cannot swap them in the middle of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HOURS=${HOURS:-2}
@@ -26,12 +30,14 @@ SHAPES=${SHAPES:-loadgen client k6 console az query-api}
 target=${CARGO_TARGET_DIR:-target}
 day=$(date -u +%Y-%m-%d)
 host=$(hostname -s)
-out=bench/runs/$day-$host
+out=${OUT:-bench/runs/$day-$host}
 tmp=$out/tmp # ignored by git
-mkdir -p "$tmp"
+inputs=${INPUTS:-$tmp}
+mkdir -p "$tmp" "$inputs"
 res=$out/results.txt
 
 cargo build --release -q -p analysis --example gen_run --example analyze_pack
+cp "$target/release/examples/gen_run" "$target/release/examples/analyze_pack" "$tmp/"
 
 py() { python3 -c "import sys; print($1)" "${@:2}"; }
 best() { sort -n | head -1; }
@@ -43,7 +49,7 @@ best() { sort -n | head -1; }
   echo "duckdb: $(python3 -c 'import duckdb; print(duckdb.__version__)')"
   echo "rustc: $(rustc --version)"
   echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with local changes)')"
-  echo "command: HOURS=$HOURS RPS=$RPS RUNS=$RUNS SHAPES=\"$SHAPES\" bench/analysis_vs_duckdb.sh"
+  echo "command: HOURS=$HOURS RPS=$RPS RUNS=$RUNS SHAPES=\"$SHAPES\" OUT=$out bench/analysis_vs_duckdb.sh"
   echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$res"
 
@@ -52,8 +58,8 @@ echo "| shape | input | ours, wall / CPU | ours MB/s (wall) | DuckDB Q1+Q2, wall
 echo "|---|---|---|---|---|---|" >>"$table"
 
 for shape in $SHAPES; do
-  file=$tmp/run-${HOURS}h-${RPS}rps.$shape
-  [ -s "$file" ] || "$target/release/examples/gen_run" "$file" "$HOURS" "$RPS" "$shape"
+  file=$inputs/run-${HOURS}h-${RPS}rps.$shape
+  [ -s "$file" ] || "$tmp/gen_run" "$file" "$HOURS" "$RPS" "$shape"
   cat "$file" >/dev/null # page cache warm for both tools
   bytes=$(wc -c <"$file")
   echo "== $shape: $file ($bytes bytes)" | tee -a "$res"
@@ -64,7 +70,7 @@ for shape in $SHAPES; do
   for i in $(seq "$RUNS"); do
     rm -rf "$tmp/pack"
     a=$(date +%s.%N)
-    /usr/bin/time -f "%M %U %S" -o "$tmp/rss.txt" "$target/release/examples/analyze_pack" "$tmp/pack" "$file" >"$tmp/labctl.out"
+    /usr/bin/time -f "%M %U %S" -o "$tmp/rss.txt" "$tmp/analyze_pack" "$tmp/pack" "$file" >"$tmp/labctl.out"
     b=$(date +%s.%N)
     t=$(py 'f"{float(sys.argv[2]) - float(sys.argv[1]):.3f}"' "$a" "$b")
     echo "$t" >>"$tmp/ours.txt"

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::fold::{KNOWN_KINDS, ReqIn, req, row_object, system_row, typed_line};
-use super::logfmt::{is_logfmt, logfmt_msg, msg_into};
-use super::scan::{self, Stop, Val};
+use super::logfmt::{is_logfmt, logfmt_msg, msg_into, msg_quote};
+use super::scan::{self, InQuotes, Inner, Inside, Plain, Stop, Val};
 use crate::model::{Acc, Loc, bump};
 use crate::ts::parse_ms;
 
@@ -48,26 +48,27 @@ struct Fields<'a> {
 impl<'a> Fields<'a> {
     #[inline]
     fn take(&mut self, k: &[u8], v: Val<'a>) {
-        let slot = match k {
-            b"kind" => &mut self.kind,
-            b"ts" => &mut self.ts,
-            b"run_id" => &mut self.run_id,
-            b"perturbation_id" => &mut self.perturbation_id,
-            b"scenario" => &mut self.scenario,
-            b"scheduled_ts" => &mut self.scheduled_ts,
-            b"code" => &mut self.code,
-            b"dur_ms" => &mut self.dur_ms,
-            b"ok" => &mut self.ok,
-            b"err_class" => &mut self.err_class,
-            b"err_msg" => &mut self.err_msg,
-            b"revision" => &mut self.revision,
-            b"replica" => &mut self.replica,
-            b"Log_s" => &mut self.log,
-            b"Reason_s" => {
+        // By length first: each arm then compares a few fixed-size words, not every key in turn.
+        let slot = match (k.len(), k) {
+            (4, b"kind") => &mut self.kind,
+            (2, b"ts") => &mut self.ts,
+            (6, b"run_id") => &mut self.run_id,
+            (15, b"perturbation_id") => &mut self.perturbation_id,
+            (8, b"scenario") => &mut self.scenario,
+            (12, b"scheduled_ts") => &mut self.scheduled_ts,
+            (4, b"code") => &mut self.code,
+            (6, b"dur_ms") => &mut self.dur_ms,
+            (2, b"ok") => &mut self.ok,
+            (9, b"err_class") => &mut self.err_class,
+            (7, b"err_msg") => &mut self.err_msg,
+            (8, b"revision") => &mut self.revision,
+            (7, b"replica") => &mut self.replica,
+            (5, b"Log_s") => &mut self.log,
+            (8, b"Reason_s") => {
                 self.system = true;
                 return;
             }
-            b"TableName" | b"Type" => {
+            (9, b"TableName") | (4, b"Type") => {
                 if let Val::Str(s, _) = v
                     && memchr::memmem::find(s, b"SystemLogs").is_some()
                 {
@@ -127,8 +128,13 @@ pub(crate) fn outer_line(acc: &mut Acc, sc: &mut Scratch, raw: &[u8], loc: &Loc)
 /// printed directly.
 pub(crate) fn json_record(acc: &mut Acc, sc: &mut Scratch, s: &str, loc: &Loc) {
     let mut f = Fields::default();
-    let scanned = scan::object_into(s.as_bytes(), 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v));
-    if scanned.is_err() || !record(acc, sc, s, &f, loc) {
+    let mut fi = Fields::default();
+    let mut inner = Inner::new(&mut sc.log, |k, v| fi.take(k, v));
+    let scanned =
+        scan::object_into::<Plain, _>(s.as_bytes(), 0, b"Log_s", &mut inner, |k, v| f.take(k, v));
+    let inside = inner.inside;
+    // Anything after the object (the line is trimmed) is for serde to refuse.
+    if scanned != Ok(s.len()) || !record(acc, sc, s, &f, (inside, &fi), loc) {
         json_slow(acc, s, loc, true);
     }
 }
@@ -145,11 +151,14 @@ pub(crate) enum Row {
 /// paths take it; `Err` when the scanner declines it or it is cut off.
 pub(crate) fn row_at(acc: &mut Acc, sc: &mut Scratch, b: &[u8], loc: &Loc) -> Result<Row, Stop> {
     let mut f = Fields::default();
-    let end = scan::object_into(b, 0, b"Log_s", &mut sc.log, |k, v| f.take(k, v))?;
+    let mut fi = Fields::default();
+    let mut inner = Inner::new(&mut sc.log, |k, v| fi.take(k, v));
+    let end = scan::object_into::<Plain, _>(b, 0, b"Log_s", &mut inner, |k, v| f.take(k, v))?;
+    let inside = inner.inside;
     let Ok(s) = std::str::from_utf8(&b[..end]) else {
         return Ok(Row::Slow);
     };
-    Ok(if record(acc, sc, s, &f, loc) {
+    Ok(if record(acc, sc, s, &f, (inside, &fi), loc) {
         Row::Read(end)
     } else {
         Row::Slow
@@ -165,51 +174,68 @@ pub(crate) fn api_row_at(
     loc: &Loc,
 ) -> Result<Row, Stop> {
     let mut f = Fields::default();
+    let mut fi = Fields::default();
     let mut extra = false;
     let log = cols.iter().position(|c| c == "Log_s");
-    let end = scan::array_into(b, 0, log, &mut sc.log, |i, v| match cols.get(i) {
+    let mut inner = Inner::new(&mut sc.log, |k, v| fi.take(k, v));
+    let end = scan::array_into(b, 0, log, &mut inner, |i, v| match cols.get(i) {
         Some(k) => f.take(k.as_bytes(), v),
         None => extra = true,
     })?;
+    let inside = inner.inside;
     let Ok(s) = std::str::from_utf8(&b[..end]) else {
         return Ok(Row::Slow);
     };
-    Ok(if !extra && record(acc, sc, s, &f, loc) {
+    Ok(if !extra && record(acc, sc, s, &f, (inside, &fi), loc) {
         Row::Read(end)
     } else {
         Row::Slow
     })
 }
 
-/// A scanned record (line or row) through the fast paths: a console row's `Log_s`, or a `req`
-/// line. `false` when neither takes it (the caller hands it to serde); nothing is folded then.
-fn record(acc: &mut Acc, sc: &mut Scratch, s: &str, f: &Fields<'_>, loc: &Loc) -> bool {
-    if let Some(log) = f.log {
-        if f.system {
-            return false;
-        }
-        match log {
-            Val::Str(b, false) => {
-                let Some(text) = sub(s, b) else {
-                    return false;
-                };
-                acc.stats.kind("console-row");
-                inner_line_with(acc, &mut sc.msg, text, loc);
-            }
-            Val::Str(_, true) => {
-                // Unescaped into `sc.log` by the scan.
-                let Scratch { log, msg } = sc;
-                let Ok(text) = std::str::from_utf8(log) else {
-                    return false;
-                };
-                acc.stats.kind("console-row");
-                inner_line_with(acc, msg, text, loc);
-            }
-            _ => return false,
-        }
-        return true;
+/// A scanned record (line or row) through the fast paths: a console row's `Log_s` (read in
+/// place when `inner` says so, else from its copy), or a `req` line. `false` when neither takes
+/// it (the caller hands it to serde); nothing is folded then.
+fn record(
+    acc: &mut Acc,
+    sc: &mut Scratch,
+    s: &str,
+    f: &Fields<'_>,
+    inner: (Inside, &Fields<'_>),
+    loc: &Loc,
+) -> bool {
+    let Some(log) = f.log else {
+        return matches!(f.kind, Some(Val::Str(b"req", false))) && fast_req(acc, s, f);
+    };
+    if f.system {
+        return false;
     }
-    matches!(f.kind, Some(Val::Str(b"req", false))) && fast_req(acc, s, f)
+    let Val::Str(raw, escaped) = log else {
+        return false;
+    };
+    let Scratch { log, msg } = sc;
+    let text = match inner {
+        (Inside::Read, fi) => {
+            if matches!(fi.kind, Some(Val::Str(b"req", false))) && fast_req(acc, s, fi) {
+                acc.stats.kind("console-row");
+                return true;
+            }
+            // Another kind of line, or a field the fast path does not take: read its copy.
+            if !scan::unescape(raw, log) {
+                return false;
+            }
+            std::str::from_utf8(log).ok()
+        }
+        (Inside::Copied, _) if escaped => std::str::from_utf8(log).ok(),
+        (Inside::Copied, _) => sub(s, raw),
+        (Inside::No, _) => None,
+    };
+    let Some(text) = text else {
+        return false;
+    };
+    acc.stats.kind("console-row");
+    inner_line_with(acc, msg, text, loc);
+    true
 }
 
 /// A `req` line from the scanned fields; `false` when a field is not what the fast path reads
@@ -313,6 +339,10 @@ pub(crate) fn inner_line(acc: &mut Acc, raw: &str, loc: &Loc) {
 
 /// A legacy k6 line: the JSON is the logfmt `msg` value.
 fn logfmt_line(acc: &mut Acc, buf: &mut Vec<u8>, s: &str, loc: &Loc, top: bool) {
+    if k6_req_in_place(acc, s) {
+        acc.stats.kind("k6-logfmt");
+        return;
+    }
     let owned;
     let msg: &str = if msg_into(s.as_bytes(), buf).is_some()
         && let Ok(m) = std::str::from_utf8(buf)
@@ -340,10 +370,31 @@ fn logfmt_line(acc: &mut Acc, buf: &mut Vec<u8>, s: &str, loc: &Loc, top: bool) 
     }
 }
 
+/// A k6 `req` line read where it lies: its `msg` value scanned as JSON in quotes
+/// ([`InQuotes`]), not unescaped into a copy first. `false`, with nothing folded, when the
+/// scanner or the fast path declines (a JSON escape in a value, another kind, a torn line): the
+/// caller then unescapes `msg` and reads the copy.
+#[inline]
+fn k6_req_in_place(acc: &mut Acc, s: &str) -> bool {
+    let b = s.as_bytes();
+    let Some(q) = msg_quote(b) else {
+        return false;
+    };
+    let mut f = Fields::default();
+    let Ok(end) = scan::object::<InQuotes>(b, q + 1, |k, v| f.take(k, v)) else {
+        return false;
+    };
+    // Only spaces may stand between the object and the quote that closes `msg`.
+    let close = end + b[end..].iter().take_while(|&&c| c == b' ').count();
+    b.get(close) == Some(&b'"')
+        && matches!(f.kind, Some(Val::Str(b"req", false)))
+        && fast_req(acc, s, &f)
+}
+
 /// One of our JSON lines (from `Log_s` or a k6 `msg`).
 fn json_line(acc: &mut Acc, s: &str, loc: &Loc, top: bool) {
     let mut f = Fields::default();
-    if scan::object(s.as_bytes(), 0, |k, v| f.take(k, v)).is_ok()
+    if scan::object::<Plain>(s.as_bytes(), 0, |k, v| f.take(k, v)) == Ok(s.len())
         && matches!(f.kind, Some(Val::Str(b"req", false)))
         && fast_req(acc, s, &f)
     {
@@ -591,6 +642,104 @@ mod tests {
         let a = one(sys);
         assert_eq!(a.system.len(), 1);
         assert_eq!(a.system[0].reason, "ContainerTerminated");
+    }
+
+    /// `LINE` as k6 prints it: logrus logfmt, the JSON quoted as Go's `strconv.Quote` does.
+    fn k6(json: &str) -> String {
+        let q = json.replace('\\', "\\\\").replace('"', "\\\"");
+        format!(r#"time="2026-06-12T14:18:20Z" level=info msg="{q}" source=console"#)
+    }
+
+    /// What a read counted: requests (count, err, samples), failed requests' (ts, err_msg),
+    /// and the line counters.
+    type Seen = ((u64, u64, u64), Vec<(i64, Option<String>)>, u64, u64);
+
+    fn seen(a: &Acc) -> Seen {
+        let failed = a
+            .failed
+            .iter()
+            .map(|f| (f.ts_ms, f.err_msg.clone()))
+            .collect();
+        (reqs(a), failed, a.stats.unparseable, a.stats.foreign)
+    }
+
+    #[test]
+    fn a_k6_line_is_read_in_place_as_its_unescaped_copy_would_be() {
+        let plain = one(LINE);
+        let a = one(&k6(LINE));
+        assert_eq!(a.stats.by_kind.get("k6-logfmt"), Some(&1));
+        assert_eq!(a.stats.by_kind.get("req"), Some(&1));
+        assert_eq!(seen(&a), seen(&plain));
+        assert_eq!(a.failed[0].scheduled_ms, plain.failed[0].scheduled_ms);
+        assert!(k6_req_in_place(&mut Acc::new(10_000), &k6(LINE)));
+        // Escaped quotes and backslashes in a value (`\\\"` in the logfmt): the in-place scan
+        // declines, the unescaped copy is read, nothing is lost or changed.
+        let quoted = LINE.replace(
+            r#""replica":null"#,
+            r#""err_msg":"upstream said \"no\" C:\\x","replica":null"#,
+        );
+        assert!(!k6_req_in_place(&mut Acc::new(10_000), &k6(&quoted)));
+        let a = one(&k6(&quoted));
+        assert_eq!(reqs(&a), (1, 1, 1));
+        assert_eq!(
+            a.failed[0].err_msg.as_deref(),
+            Some(r#"upstream said "no" C:\x"#)
+        );
+        assert_eq!(a.stats.by_kind.get("k6-logfmt"), Some(&1));
+        // Keys in any order, the JSON's and logfmt's; spaces after the JSON's separators; CRLF.
+        let reordered = r#"{"ok": false, "dur_ms": 23.5, "code": 503, "ts": "2026-06-12T14:18:20.123Z", "kind": "req", "run_id": "r", "err_class": "http_5xx", "revision": "a", "scheduled_ts": "2026-06-12T14:18:20.100Z", "scenario": "main"}"#;
+        let q = reordered.replace('"', "\\\"");
+        for line in [
+            k6(reordered),
+            format!(r#"source=console msg="{q}" level=info time="2026-06-12T14:18:20Z""#),
+            format!(r#"msg="{q}""#),
+            format!("{}\r", k6(LINE)),
+            format!(r#"level=info msg=" {q} " source=console"#),
+        ] {
+            let a = one(&line);
+            assert_eq!(seen(&a), seen(&plain), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_torn_or_odd_k6_line_is_reported_not_guessed() {
+        let line = k6(LINE);
+        // Torn anywhere inside the msg (the last line of a file a crash cut): unparseable, and
+        // never a request read from half a line.
+        let open = line.find("msg=\"").unwrap() + 5;
+        let close = line.rfind('"').unwrap();
+        for cut in open..close {
+            let a = one(&line[..cut]);
+            assert_eq!(reqs(&a), (0, 0, 0), "cut at {cut}: {}", &line[..cut]);
+            assert_eq!(a.stats.unparseable + a.stats.foreign, 1, "cut at {cut}");
+        }
+        // Text after the JSON inside msg: serde refuses it, so do we.
+        let q = LINE.replace('"', "\\\"");
+        let a = one(&format!(r#"level=info msg="{q} and more""#));
+        assert_eq!((reqs(&a), a.stats.unparseable), ((0, 0, 0), 1));
+        // A logfmt escape between the JSON's tokens (a tab, `\t`): the in-place scan declines,
+        // the unescaped copy is JSON with a tab in it, and is read.
+        let a = one(&format!(
+            r#"level=info msg="{}""#,
+            q.replacen(',', ",\\t", 1)
+        ));
+        assert_eq!(seen(&a), seen(&one(LINE)));
+        // k6's own messages are not ours: counted as foreign.
+        let a = one(r#"time="2026-06-12T14:18:20Z" level=warn msg="Request Failed" error="EOF""#);
+        assert_eq!((reqs(&a), a.stats.foreign), ((0, 0, 0), 1));
+    }
+
+    #[test]
+    fn text_after_a_json_line_is_not_read_as_a_request() {
+        for line in [
+            format!("{LINE} x"),
+            format!("{LINE}}}"),
+            format!("{LINE},{LINE}"),
+        ] {
+            let a = one(&line);
+            assert_eq!(reqs(&a), (0, 0, 0), "{line}");
+            assert_eq!(a.stats.unparseable, 1, "{line}");
+        }
     }
 
     #[test]

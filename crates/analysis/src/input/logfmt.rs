@@ -13,7 +13,7 @@ pub(crate) fn is_logfmt(s: &[u8]) -> bool {
 }
 
 /// Index of the opening quote of `msg="`.
-fn msg_quote(s: &[u8]) -> Option<usize> {
+pub(crate) fn msg_quote(s: &[u8]) -> Option<usize> {
     if s.starts_with(b"msg=\"") {
         Some(4)
     } else {

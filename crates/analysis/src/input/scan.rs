@@ -3,6 +3,10 @@
 //! allocating. Anything it is not sure of (a nested value, an escaped key, a malformed token) makes
 //! it give up, and the caller hands the text to serde; a value cut off by the end of the buffer is
 //! reported apart, so a streaming reader can read more and try again.
+//!
+//! It reads JSON as it stands ([`Plain`]) or as it stands inside a quoted logfmt value
+//! ([`InQuotes`]: k6's `msg="{\"kind\":\"req\"}"`, every quote written `\"`), so a k6 line is
+//! scanned where it lies instead of being unescaped into a copy first.
 
 /// A scalar value, borrowed from the input.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,29 +30,96 @@ pub(crate) enum Stop {
 
 #[inline]
 fn ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
+    while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(i) {
         i += 1;
     }
     i
 }
 
-/// The index of the next `"` or `\\` at or after `from`. Strings between escapes are short in
-/// the lines we read (a key, a value), where a plain loop beats a vector search's set-up; the
-/// rest of a long run goes to `memchr2`.
+/// `0x01` in every byte of a word.
+const LO: u64 = 0x0101_0101_0101_0101;
+
+/// The high bit of each byte of `w` that equals `c` (and maybe of some bytes above the lowest
+/// one: only the lowest set bit is exact, which is the one used).
 #[inline]
+fn bytes_equal(w: u64, c: u8) -> u64 {
+    let x = w ^ (LO * u64::from(c));
+    x.wrapping_sub(LO) & !x & (LO << 7)
+}
+
+/// The index of the next `"` or `\` at or after `from`. The strings of the lines we read are
+/// short (a key, a timestamp, an id), where looking at 8 bytes at a time in a register beats a
+/// vector search's set-up; what is longer than 32 bytes goes to `memchr2`.
+#[inline(always)]
 pub(crate) fn find_quote_or_escape(b: &[u8], from: usize) -> Option<usize> {
-    let near = (from + 16).min(b.len());
-    for (k, &c) in b[from..near].iter().enumerate() {
+    let near = (from + 32).min(b.len());
+    let mut i = from;
+    while let Some(w) = b.get(i..near).and_then(<[u8]>::first_chunk::<8>) {
+        let w = u64::from_le_bytes(*w);
+        let hit = bytes_equal(w, b'"') | bytes_equal(w, b'\\');
+        if hit != 0 {
+            return Some(i + (hit.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    for (k, &c) in b[i..near].iter().enumerate() {
         if c == b'"' || c == b'\\' {
-            return Some(from + k);
+            return Some(i + k);
         }
     }
     memchr::memchr2(b'"', b'\\', &b[near..]).map(|k| near + k)
 }
 
+/// How the scanned bytes quote the JSON's strings.
+pub(crate) trait Quoting {
+    /// At `b[i]` (a `"` or a `\`): the string that opens there, as [`string`] returns it; `Declined`
+    /// when no string opens there.
+    fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop>;
+}
+
+/// JSON as it stands.
+pub(crate) struct Plain;
+
+impl Quoting for Plain {
+    #[inline(always)]
+    fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop> {
+        if b[i] != b'"' {
+            return Err(Stop::Declined);
+        }
+        string(b, i)
+    }
+}
+
+/// JSON inside a double-quoted logfmt value, as k6 (logrus, Go's `strconv.Quote`) writes it:
+/// every `"` of the JSON is `\"` there and every `\` is `\\`. Only strings without JSON escapes
+/// are read (those are the same bytes quoted or not); a JSON escape inside a string (`\\`), a
+/// logfmt escape outside one (`\t`) or a bare `"` (the logfmt value ends) declines, and the
+/// caller unescapes the value and scans the copy.
+pub(crate) struct InQuotes;
+
+impl Quoting for InQuotes {
+    #[inline(always)]
+    fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop> {
+        match b.get(i + 1) {
+            None => return Err(Stop::Incomplete),
+            Some(b'"') if b[i] == b'\\' => {}
+            Some(_) => return Err(Stop::Declined),
+        }
+        let start = i + 2;
+        let Some(at) = find_quote_or_escape(b, start) else {
+            return Err(Stop::Incomplete);
+        };
+        match (b[at], b.get(at + 1)) {
+            (b'\\', Some(b'"')) => Ok((&b[start..at], false, at + 2)),
+            (b'\\', None) => Err(Stop::Incomplete),
+            _ => Err(Stop::Declined),
+        }
+    }
+}
+
 /// At an opening quote: the string's raw bytes, whether it holds escapes, and the index after
 /// the closing quote.
-#[inline]
+#[inline(always)]
 fn string(b: &[u8], i: usize) -> Result<(&[u8], bool, usize), Stop> {
     let start = i + 1;
     let mut j = start;
@@ -92,33 +163,42 @@ fn string_into<'a>(
             return Err(Stop::Incomplete);
         };
         seg = at + 2;
-        let c = match e {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
-            b'n' => b'\n',
-            b't' => b'\t',
-            b'r' => b'\r',
-            b'b' => 0x08,
-            b'f' => 0x0c,
-            b'u' => {
-                // A cut escape (or surrogate pair) may be completed by more bytes.
-                let Some((ch, used)) = unicode_escape(b, seg) else {
-                    return Err(if b.len() < seg + 10 {
-                        Stop::Incomplete
-                    } else {
-                        Stop::Declined
-                    });
-                };
-                let mut tmp = [0u8; 4];
-                out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
-                seg += used;
-                continue;
-            }
-            _ => return Err(Stop::Declined),
+        if let Some(c) = one_char_escape(e) {
+            out.push(c);
+            continue;
+        }
+        if e != b'u' {
+            return Err(Stop::Declined);
+        }
+        // A cut escape (or surrogate pair) may be completed by more bytes.
+        let Some((ch, used)) = unicode_escape(b, seg) else {
+            return Err(if b.len() < seg + 10 {
+                Stop::Incomplete
+            } else {
+                Stop::Declined
+            });
         };
-        out.push(c);
+        let mut tmp = [0u8; 4];
+        out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+        seg += used;
     }
+}
+
+/// The byte a one-character JSON escape (`\n`, `\"`, ...) stands for; `None` for `\u` and
+/// for what is not an escape.
+#[inline]
+fn one_char_escape(e: u8) -> Option<u8> {
+    Some(match e {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'/' => b'/',
+        b'n' => b'\n',
+        b't' => b'\t',
+        b'r' => b'\r',
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        _ => return None,
+    })
 }
 
 /// The character of `\\uXXXX` (or a `\\uXXXX\\uXXXX` surrogate pair) whose hex digits start
@@ -143,8 +223,8 @@ fn unicode_escape(b: &[u8], i: usize) -> Option<(char, usize)> {
 }
 
 /// A scalar at `i` (after whitespace); the value and the index after it.
-#[inline]
-fn scalar(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
+#[inline(always)]
+fn scalar<Q: Quoting>(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
     let lit = |word: &[u8], v: Val<'static>| -> Result<(Val<'static>, usize), Stop> {
         let end = i + word.len();
         if b.len() < end {
@@ -161,8 +241,8 @@ fn scalar(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
     };
     match b.get(i) {
         None => Err(Stop::Incomplete),
-        Some(b'"') => {
-            let (s, esc, j) = string(b, i)?;
+        Some(b'"' | b'\\') => {
+            let (s, esc, j) = Q::string(b, i)?;
             Ok((Val::Str(s, esc), j))
         }
         Some(b't') => lit(b"true", Val::Bool(true)),
@@ -182,44 +262,131 @@ fn scalar(b: &[u8], i: usize) -> Result<(Val<'_>, usize), Stop> {
     }
 }
 
+/// Where a container's walk goes on.
+enum Next {
+    /// A value (or key) starts at this index.
+    Value(usize),
+    /// The container closed; the index after it.
+    End(usize),
+}
+
+/// At a container's opening `open` (whitespace allowed before it): where its first value
+/// starts, or its end when it is empty.
+#[inline]
+fn open(b: &[u8], i: usize, open: u8, close: u8) -> Result<Next, Stop> {
+    let i = ws(b, i);
+    match b.get(i) {
+        None => return Err(Stop::Incomplete),
+        Some(&c) if c == open => {}
+        Some(_) => return Err(Stop::Declined),
+    }
+    let i = ws(b, i + 1);
+    match b.get(i) {
+        None => Err(Stop::Incomplete),
+        Some(&c) if c == close => Ok(Next::End(i + 1)),
+        Some(_) => Ok(Next::Value(i)),
+    }
+}
+
+/// After a value at `j`: a comma and the next value, or the container's `close`.
+#[inline]
+fn after_value(b: &[u8], j: usize, close: u8) -> Result<Next, Stop> {
+    let i = ws(b, j);
+    match b.get(i) {
+        None => Err(Stop::Incomplete),
+        Some(b',') => Ok(Next::Value(ws(b, i + 1))),
+        Some(&c) if c == close => Ok(Next::End(i + 1)),
+        Some(_) => Err(Stop::Declined),
+    }
+}
+
+/// What became of the string value a scan reads inside ([`Inner`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Inside {
+    /// Not seen (or not a string).
+    No,
+    /// A flat JSON object written as a JSON string, read where it lies: its fields went to
+    /// [`Inner::fields`], and nothing was copied.
+    Read,
+    /// Unescaped into [`Inner::out`] (what is not such an object, or holds escapes of its own).
+    Copied,
+}
+
+/// The string value a scan reads inside: a console row's `Log_s`, which holds one printed line,
+/// usually one of our JSON lines (every quote written `\"`).
+pub(crate) struct Inner<'o, G> {
+    /// Where the value is unescaped when it is not read in place.
+    pub out: &'o mut Vec<u8>,
+    /// Given each field of the object the value holds, when it is read in place. Fields given
+    /// during an attempt that then declines are stale: trust them only when `inside` is `Read`.
+    pub fields: G,
+    pub inside: Inside,
+}
+
+impl<'o, G> Inner<'o, G> {
+    pub(crate) fn new(out: &'o mut Vec<u8>, fields: G) -> Self {
+        Inner {
+            out,
+            fields,
+            inside: Inside::No,
+        }
+    }
+
+    /// At the opening quote of the value: its raw bytes as [`string`] returns them (marked
+    /// escaped when read in place) and the index after it.
+    fn read<'a>(&mut self, b: &'a [u8], i: usize) -> Result<(&'a [u8], bool, usize), Stop>
+    where
+        G: FnMut(&'a [u8], Val<'a>),
+    {
+        if let Ok(end) = object::<InQuotes>(b, i + 1, &mut self.fields) {
+            // Only spaces may stand between the object and the closing quote.
+            let close = end + b[end..].iter().take_while(|&&c| c == b' ').count();
+            if b.get(close) == Some(&b'"') {
+                self.inside = Inside::Read;
+                return Ok((&b[i + 1..close], true, close + 1));
+            }
+        }
+        let v = string_into(b, i, self.out)?;
+        self.inside = Inside::Copied;
+        Ok(v)
+    }
+}
+
 /// Walks the flat object starting at `b[i]` (whitespace allowed before it), calling `f` with
 /// each key's raw bytes and value; returns the index after the closing brace.
-pub(crate) fn object<'a>(
+pub(crate) fn object<'a, Q: Quoting>(
     b: &'a [u8],
     i: usize,
     f: impl FnMut(&'a [u8], Val<'a>),
 ) -> Result<usize, Stop> {
-    object_into(b, i, b"", &mut Vec::new(), f)
+    // A function pointer, not a closure: a closure here would be a new type for each `Q` and
+    // `f`, and `Inner::read` instantiates `object` again with it, without end.
+    let ignore: fn(&'a [u8], Val<'a>) = |_, _| {};
+    object_into::<Q, _>(b, i, b"", &mut Inner::new(&mut Vec::new(), ignore), f)
 }
 
-/// [`object`] that also unescapes the string value of `key` into `out` as it scans it (for a
-/// console row's `Log_s`: one pass instead of two).
-pub(crate) fn object_into<'a>(
+/// [`object`] that also reads the string value of `key` inside ([`Inner`]) as it scans it: for a
+/// console row's `Log_s`, one pass instead of an unescaped copy scanned again. Plain JSON only.
+pub(crate) fn object_into<'a, Q: Quoting, G: FnMut(&'a [u8], Val<'a>)>(
     b: &'a [u8],
     i: usize,
     key: &[u8],
-    out: &mut Vec<u8>,
+    inner: &mut Inner<'_, G>,
     mut f: impl FnMut(&'a [u8], Val<'a>),
 ) -> Result<usize, Stop> {
-    let mut i = ws(b, i);
-    match b.get(i) {
-        None => return Err(Stop::Incomplete),
-        Some(b'{') => i += 1,
-        Some(_) => return Err(Stop::Declined),
-    }
-    i = ws(b, i);
-    match b.get(i) {
-        None => return Err(Stop::Incomplete),
-        Some(b'}') => return Ok(i + 1),
-        Some(_) => {}
-    }
+    let mut i = match open(b, i, b'{', b'}')? {
+        Next::Value(i) => i,
+        Next::End(end) => return Ok(end),
+    };
     loop {
-        match b.get(i) {
-            None => return Err(Stop::Incomplete),
-            Some(b'"') => {}
-            Some(_) => return Err(Stop::Declined),
+        if !matches!(b.get(i), Some(b'"' | b'\\')) {
+            return Err(if i >= b.len() {
+                Stop::Incomplete
+            } else {
+                Stop::Declined
+            });
         }
-        let (k, esc, j) = string(b, i)?;
+        let (k, esc, j) = Q::string(b, i)?;
         if esc {
             return Err(Stop::Declined);
         }
@@ -231,68 +398,54 @@ pub(crate) fn object_into<'a>(
         }
         i = ws(b, i + 1);
         let (v, j) = if b.get(i) == Some(&b'"') && !key.is_empty() && k == key {
-            let (s, esc, j) = string_into(b, i, out)?;
+            let (s, esc, j) = inner.read(b, i)?;
             (Val::Str(s, esc), j)
         } else {
-            scalar(b, i)?
+            scalar::<Q>(b, i)?
         };
         f(k, v);
-        i = ws(b, j);
-        match b.get(i) {
-            None => return Err(Stop::Incomplete),
-            Some(b',') => i = ws(b, i + 1),
-            Some(b'}') => return Ok(i + 1),
-            Some(_) => return Err(Stop::Declined),
-        }
+        i = match after_value(b, j, b'}')? {
+            Next::Value(i) => i,
+            Next::End(end) => return Ok(end),
+        };
     }
 }
 
 /// Walks the flat array starting at `b[i]`, calling `f` with each element's index and value
-/// (the string at index `key`, if any, also unescaped into `out`); returns the index after the
-/// closing bracket.
-pub(crate) fn array_into<'a>(
+/// (the string at index `key`, if any, also read inside, as [`object_into`] does); returns the
+/// index after the closing bracket.
+pub(crate) fn array_into<'a, G: FnMut(&'a [u8], Val<'a>)>(
     b: &'a [u8],
     i: usize,
     key: Option<usize>,
-    out: &mut Vec<u8>,
+    inner: &mut Inner<'_, G>,
     mut f: impl FnMut(usize, Val<'a>),
 ) -> Result<usize, Stop> {
-    let mut i = ws(b, i);
-    match b.get(i) {
-        None => return Err(Stop::Incomplete),
-        Some(b'[') => i += 1,
-        Some(_) => return Err(Stop::Declined),
-    }
-    i = ws(b, i);
-    match b.get(i) {
-        None => return Err(Stop::Incomplete),
-        Some(b']') => return Ok(i + 1),
-        Some(_) => {}
-    }
+    let mut i = match open(b, i, b'[', b']')? {
+        Next::Value(i) => i,
+        Next::End(end) => return Ok(end),
+    };
     let mut n = 0;
     loop {
         let (v, j) = if key == Some(n) && b.get(i) == Some(&b'"') {
-            let (s, esc, j) = string_into(b, i, out)?;
+            let (s, esc, j) = inner.read(b, i)?;
             (Val::Str(s, esc), j)
         } else {
-            scalar(b, i)?
+            scalar::<Plain>(b, i)?
         };
         f(n, v);
         n += 1;
-        i = ws(b, j);
-        match b.get(i) {
-            None => return Err(Stop::Incomplete),
-            Some(b',') => i = ws(b, i + 1),
-            Some(b']') => return Ok(i + 1),
-            Some(_) => return Err(Stop::Declined),
-        }
+        i = match after_value(b, j, b']')? {
+            Next::Value(i) => i,
+            Next::End(end) => return Ok(end),
+        };
     }
 }
 
-/// Unescapes a JSON string's raw bytes into `out` (cleared first): the reference the fused scan
-/// ([`object_into`]) is tested against. `false` when an escape is
-/// invalid or encodes a lone surrogate (the caller then lets serde report it).
-#[cfg(test)]
+/// Unescapes a JSON string's raw bytes into `out` (cleared first): for a value read in place
+/// that must be read again as text, and the reference the fused scan ([`object_into`]) is
+/// tested against. `false` when an escape is invalid or encodes a lone surrogate (the caller
+/// then lets serde report it).
 pub(crate) fn unescape(raw: &[u8], out: &mut Vec<u8>) -> bool {
     out.clear();
     out.reserve(raw.len());
@@ -308,27 +461,19 @@ pub(crate) fn unescape(raw: &[u8], out: &mut Vec<u8>) -> bool {
             return false;
         };
         i += 2;
-        let c = match e {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            b'/' => b'/',
-            b'n' => b'\n',
-            b't' => b'\t',
-            b'r' => b'\r',
-            b'b' => 0x08,
-            b'f' => 0x0c,
-            b'u' => {
-                let Some((ch, used)) = unicode_escape(raw, i) else {
-                    return false;
-                };
-                i += used;
-                let mut tmp = [0u8; 4];
-                out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
-                continue;
-            }
-            _ => return false,
+        if let Some(c) = one_char_escape(e) {
+            out.push(c);
+            continue;
+        }
+        if e != b'u' {
+            return false;
+        }
+        let Some((ch, used)) = unicode_escape(raw, i) else {
+            return false;
         };
-        out.push(c);
+        i += used;
+        let mut tmp = [0u8; 4];
+        out.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
     }
     true
 }
@@ -440,10 +585,36 @@ mod tests {
 
     fn pairs(s: &str) -> Result<Vec<(String, Val<'_>)>, Stop> {
         let mut out = Vec::new();
-        object(s.as_bytes(), 0, |k, v| {
+        object::<Plain>(s.as_bytes(), 0, |k, v| {
             out.push((String::from_utf8_lossy(k).into_owned(), v))
         })?;
         Ok(out)
+    }
+
+    #[test]
+    fn finds_the_first_quote_or_backslash_at_any_offset() {
+        for len in 0..80 {
+            for at in 0..=len {
+                for c in [b'"', b'\\'] {
+                    let mut b = vec![b'a'; len];
+                    if at < len {
+                        b[at] = c;
+                        // a later one must not hide the first
+                        if at + 1 < len {
+                            b[at + 1] = b'"';
+                        }
+                    }
+                    for from in 0..=at.min(len) {
+                        let want = (at < len).then_some(at);
+                        assert_eq!(find_quote_or_escape(&b, from), want, "{len} {at} {from}");
+                    }
+                }
+            }
+        }
+        // bytes next to the ones searched for (0x21, 0x5b, 0x5d, high bytes) are not them
+        let b = b"!#[]\x5c\xa2\xdc\xff\x01\x00 abc \"";
+        assert_eq!(find_quote_or_escape(b, 0), Some(4));
+        assert_eq!(find_quote_or_escape(b"\xa2\xdc\x22", 0), Some(2));
     }
 
     #[test]
@@ -486,6 +657,21 @@ mod tests {
         assert!(!unescape(br"\x41", &mut out));
     }
 
+    /// A scan of `row` reading `Log_s` inside: what it saw, what became of `Log_s`, the copy.
+    /// The end, the fields read inside, what became of `Log_s`, its copy.
+    type Scanned = (usize, Vec<(Vec<u8>, String)>, Inside, Vec<u8>);
+
+    fn scan_row(row: &[u8]) -> Result<Scanned, Stop> {
+        let mut out = Vec::new();
+        let mut fields = Vec::new();
+        let mut inner = Inner::new(&mut out, |k: &[u8], v: Val<'_>| {
+            fields.push((k.to_vec(), format!("{v:?}")))
+        });
+        let end = object_into::<Plain, _>(row, 0, b"Log_s", &mut inner, |_, _| {})?;
+        let inside = inner.inside;
+        Ok((end, fields, inside, out))
+    }
+
     #[test]
     fn the_unescaping_scan_agrees_with_unescape_and_with_serde() {
         let log = r#"{"kind":"req","m":"a\\b \u00e9 \ud83d\ude00","n":1}"#;
@@ -495,10 +681,13 @@ mod tests {
         );
         let mut out = Vec::new();
         let mut seen = Vec::new();
-        let end = object_into(row.as_bytes(), 0, b"Log_s", &mut out, |k, v| {
+        let mut inner = Inner::new(&mut out, |_: &[u8], _: Val<'_>| {});
+        let end = object_into::<Plain, _>(row.as_bytes(), 0, b"Log_s", &mut inner, |k, v| {
             seen.push((k, v))
         })
         .unwrap();
+        // Escapes of its own inside: not read in place, unescaped in the scan's pass.
+        assert_eq!(inner.inside, Inside::Copied);
         assert_eq!(end, row.len());
         assert_eq!(std::str::from_utf8(&out).unwrap(), log);
         assert_eq!(seen.len(), 3);
@@ -510,17 +699,85 @@ mod tests {
         assert_eq!(again, out);
         // cut anywhere: incomplete, never a wrong value
         for cut in 1..row.len() {
-            let r = object_into(&row.as_bytes()[..cut], 0, b"Log_s", &mut out, |_, _| {});
-            assert_eq!(r, Err(Stop::Incomplete), "cut at {cut}");
+            let r = scan_row(&row.as_bytes()[..cut]);
+            assert_eq!(r.map(|r| r.0), Err(Stop::Incomplete), "cut at {cut}");
         }
         let arr = format!(r#"[1, {}]"#, serde_json::to_string(log).unwrap());
-        array_into(arr.as_bytes(), 0, Some(1), &mut out, |_, _| {}).unwrap();
+        let mut inner = Inner::new(&mut out, |_: &[u8], _: Val<'_>| {});
+        array_into(arr.as_bytes(), 0, Some(1), &mut inner, |_, _| {}).unwrap();
         assert_eq!(std::str::from_utf8(&out).unwrap(), log);
         let bad = r#"{"Log_s": "\x41"}"#;
-        assert_eq!(
-            object_into(bad.as_bytes(), 0, b"Log_s", &mut out, |_, _| {}),
-            Err(Stop::Declined)
+        assert_eq!(scan_row(bad.as_bytes()).map(|r| r.0), Err(Stop::Declined));
+    }
+
+    #[test]
+    fn a_json_line_in_log_s_is_read_in_place_as_its_copy_would_be() {
+        let log = r#"{"kind":"req","ts":"2026-06-12T14:18:20.017Z","code":200,"dur_ms":17.41,"ok":true,"replica":null}"#;
+        let row = format!(
+            r#"{{"ContainerAppName_s":"loadgen","Log_s":{},"Stream_s":"stdout"}}"#,
+            serde_json::to_string(log).unwrap()
         );
+        let (end, fields, inside, out) = scan_row(row.as_bytes()).unwrap();
+        assert_eq!((end, inside), (row.len(), Inside::Read));
+        assert!(out.is_empty(), "nothing copied");
+        let mut want = Vec::new();
+        object::<Plain>(log.as_bytes(), 0, |k, v| {
+            want.push((k.to_vec(), format!("{v:?}")))
+        })
+        .unwrap();
+        assert_eq!(fields, want);
+        // Cut anywhere (a document streamed in blocks): incomplete, never a value.
+        for cut in 1..row.len() {
+            let r = scan_row(&row.as_bytes()[..cut]);
+            assert_eq!(r.map(|r| r.0), Err(Stop::Incomplete), "cut at {cut}");
+        }
+        // Not one flat object (plain text, a k6 line, text after the object, a trailing
+        // newline): copied, as before.
+        for log in [
+            "Stopping container",
+            r#"time="x" level=info msg="{\"kind\":\"req\"}""#,
+            r#"{"kind":"req"} more"#,
+            "{\"kind\":\"req\"}\n",
+            r#"{"kind":{"nested":1}}"#,
+        ] {
+            let row = format!(r#"{{"Log_s":{}}}"#, serde_json::to_string(log).unwrap());
+            let (_, _, inside, out) = scan_row(row.as_bytes()).unwrap();
+            assert_eq!(inside, Inside::Copied, "{log}");
+            assert_eq!(std::str::from_utf8(&out).unwrap(), log);
+        }
+    }
+
+    #[test]
+    fn json_in_logfmt_quotes_reads_as_its_unescaped_copy_or_declines() {
+        let json = r#"{"kind":"req", "ts":"2026-06-12T14:18:20.123Z","code":503,"ok":false,"x":null,"e":""}"#;
+        let quoted = format!("msg=\"{}\" source=console", json.replace('"', "\\\""));
+        let b = quoted.as_bytes();
+        let mut want = Vec::new();
+        object::<Plain>(json.as_bytes(), 0, |k, v| want.push((k.to_vec(), v))).unwrap();
+        let mut got = Vec::new();
+        let end = object::<InQuotes>(b, 5, |k, v| got.push((k.to_vec(), v))).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(&quoted[end..], "\" source=console");
+        // A JSON escape in a string (`\\\"` in the logfmt), a bare quote, a logfmt escape
+        // outside a string: declined; a cut: incomplete or declined, never a value.
+        for bad in [
+            r#"{\"a\":\"x\\\"y\"}"#,
+            r#"{\"a\":"x"}"#,
+            r#"{\"a\":\t1}"#,
+            r#"{"a":1}"#,
+        ] {
+            assert_eq!(
+                object::<InQuotes>(bad.as_bytes(), 0, |_, _| {}),
+                Err(Stop::Declined),
+                "{bad}"
+            );
+        }
+        for cut in 1..end - 5 {
+            assert!(
+                object::<InQuotes>(&b[5..5 + cut], 0, |_, _| {}).is_err(),
+                "cut at {cut}"
+            );
+        }
     }
 
     #[test]
