@@ -1,7 +1,9 @@
 //! The part of a lab file (`lab.toml` in an evidence pack) the analysis reads.
 //!
-//! The orchestrator defines the full lab format (`labs/*.toml`); the analysis reads only the
-//! tables below and ignores every other key, so the lab format can grow freely:
+//! The orchestrator defines the full lab format (`labs/*.toml`, the `lab` crate); the analysis
+//! reads only the tables below. `[hypothesis]`, `[preconditions]` and `[[checks]]` are the lab
+//! crate's own types (one definition of each); in the others, and at the top level, every other
+//! key is ignored, so the lab format can grow freely:
 //!
 //! ```toml
 //! [hypothesis]
@@ -53,8 +55,9 @@ pub struct LabFile {
     /// `falsification` (default) or `observation` (the verdict comes from `[[checks]]`).
     #[serde(default)]
     pub kind: Option<String>,
+    /// `[hypothesis]`, when the file has one.
     #[serde(default)]
-    pub hypothesis: Hypothesis,
+    pub hypothesis: Option<Hypothesis>,
     #[serde(default)]
     pub rule: RuleSpec,
     #[serde(default)]
@@ -107,15 +110,13 @@ pub struct ActionSpec {
 /// defined and validated (`lab::checks`); an unknown kind reads as `CheckKind::Unknown`.
 pub use lab::Check as CheckSpec;
 
-/// `[hypothesis]`.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct Hypothesis {
-    pub text: Option<String>,
-    /// `Measured`, `Observed`, `Strongly Suggested`, `Inferred` or `Correlated` (brackets optional).
-    pub evidence_cap: Option<String>,
-}
+/// `[hypothesis]`: the lab crate's type (`lab::Hypothesis`: `text`, `evidence_cap`, `expect`),
+/// so a key the lab format does not know is an error here as it is there.
+pub use lab::Hypothesis;
 
-/// `[rule]`: every key optional; missing ones come from the command line defaults.
+/// `[rule]`: every key optional; missing ones come from the command line defaults (so not
+/// `lab::Rule`, whose `window`, `consecutive` and `threshold_pct` a lab must write; analysis also
+/// takes `window_s`, the original lab's form).
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct RuleSpec {
     pub window: Option<String>,
@@ -125,21 +126,11 @@ pub struct RuleSpec {
     pub phases: Option<Vec<String>>,
 }
 
-/// `[preconditions]`.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct Preconditions {
-    #[serde(default)]
-    pub baseline_clean: bool,
-    #[serde(default)]
-    pub headroom: bool,
-    /// p50 at the lab's load rate must be at least this many times p50 at the staircase step
-    /// below it (default [`crate::verdict::DEFAULT_HEADROOM_FACTOR`], 5).
-    pub headroom_factor: Option<f64>,
-    /// Every fired event of `runs.json` observed ([`crate::events`]); evaluated only when set.
-    #[serde(default)]
-    pub perturbations_observed: bool,
-    pub expected_perturbations: Option<u32>,
-}
+/// `[preconditions]`: the lab crate's type (`lab::Preconditions`: `baseline_clean`, `headroom`,
+/// `headroom_factor` (default [`crate::verdict::DEFAULT_HEADROOM_FACTOR`], 5),
+/// `perturbations_observed` (every fired event of `runs.json` observed, [`crate::events`]),
+/// `expected_perturbations`).
+pub use lab::Preconditions;
 
 /// A phase's run_id prefix, one or several.
 #[derive(Clone, Debug, Deserialize)]
@@ -216,7 +207,11 @@ impl LabFile {
 
     /// The evidence cap, when the lab sets one.
     pub fn cap(&self) -> Result<Option<Level>, Error> {
-        match &self.hypothesis.evidence_cap {
+        match self
+            .hypothesis
+            .as_ref()
+            .and_then(|h| h.evidence_cap.as_ref())
+        {
             None => Ok(None),
             Some(s) => Level::parse(s).map(Some).ok_or_else(|| Error::Lab {
                 path: "lab.toml".into(),

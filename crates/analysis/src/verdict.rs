@@ -242,10 +242,10 @@ pub fn decide(ctx: &Ctx, streaks: &[Streak]) -> (Vec<Gate>, Verdict) {
     let verdict = Verdict {
         verdict: outcome,
         falsified,
-        hypothesis: lab.hypothesis.text.clone(),
+        hypothesis: lab.hypothesis.as_ref().map(|h| h.text.clone()),
         rule: rule.clone(),
         rule_text: rule.describe(),
-        evidence_cap: lab.hypothesis.evidence_cap.clone(),
+        evidence_cap: lab.hypothesis.as_ref().and_then(|h| h.evidence_cap.clone()),
         judged_buckets: judged.len(),
         judged_requests: judged.iter().map(|(_, r)| r.count).sum(),
         judged_errors: judged.iter().map(|(_, r)| r.err).sum(),
@@ -777,14 +777,14 @@ pub fn decide_observation(ctx: &Ctx, checks: Vec<Gate>) -> (Vec<Gate>, Verdict) 
     let verdict = Verdict {
         verdict: outcome,
         falsified: !failed_checks.is_empty(),
-        hypothesis: lab.hypothesis.text.clone(),
+        hypothesis: lab.hypothesis.as_ref().map(|h| h.text.clone()),
         rule: rule.clone(),
         rule_text: format!(
             "observation lab: {n_checks} check(s), {} failed, {} not evaluated",
             failed_checks.len(),
             unevaluated.len()
         ),
-        evidence_cap: lab.hypothesis.evidence_cap.clone(),
+        evidence_cap: lab.hypothesis.as_ref().and_then(|h| h.evidence_cap.clone()),
         judged_runs: main
             .iter()
             .map(|r| r.run_id.clone())

@@ -530,15 +530,34 @@ impl ArmClient {
         value: &str,
         revision_suffix: Option<&str>,
     ) -> Result<ContainerApp, ArmError> {
+        self.update_app_template(scope, app, |template| {
+            set_env_in_template(template, container, name, value)?;
+            if let Some(suffix) = revision_suffix {
+                template.revision_suffix = Some(suffix.to_owned());
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// GET-modify-PATCH of an app's template: GETs the app, lets `change` edit its template
+    /// (everything this crate does not model is kept), PATCHes the whole template back, waits
+    /// for the operation and returns the app as it is afterwards.
+    pub async fn update_app_template<F>(
+        &self,
+        scope: &Scope,
+        app: &str,
+        change: F,
+    ) -> Result<ContainerApp, ArmError>
+    where
+        F: FnOnce(&mut Template) -> Result<(), ArmError>,
+    {
         let current = self.get_app(scope, app).await?;
         let mut template = current
             .properties
             .template
             .ok_or_else(|| ArmError::Invalid(format!("app {app} has no template")))?;
-        set_env_in_template(&mut template, container, name, value)?;
-        if let Some(suffix) = revision_suffix {
-            template.revision_suffix = Some(suffix.to_owned());
-        }
+        change(&mut template)?;
         let body = serde_json::json!({ "properties": { "template": template } });
         let url = self.url(&Self::app_path(scope, app)?)?;
         self.send_and_wait("patch_app", Method::PATCH, url, Some(&body))

@@ -1,7 +1,8 @@
 //! arm: the Microsoft.App Azure Resource Manager client probelab's samplers and orchestrator use.
 //!
-//! - [`models`]: serde types for containerApps, revisions, replicas, jobs and executions that
-//!   keep unknown fields and unknown enum values, so a GET-modify-PATCH loses nothing.
+//! - [`models`]: the `appmodel` crate, re-exported: serde types for containerApps, revisions,
+//!   replicas, jobs and executions that keep unknown fields and unknown enum values, so a
+//!   GET-modify-PATCH loses nothing (localplane parses the same types on the other side).
 //! - [`client`]: [`ArmClient`] — requests with a bearer token, retries with exponential back-off
 //!   and jitter honouring `Retry-After`, a per-call timeout and an optional caller deadline,
 //!   `nextLink` pagination, long-running operations (`Azure-AsyncOperation` before `Location`).
@@ -16,7 +17,8 @@ pub mod client;
 pub mod error;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
-pub mod models;
+/// The Microsoft.App resource model (the `appmodel` crate, shared with localplane).
+pub use appmodel as models;
 pub mod tls;
 pub mod token;
 

@@ -1,9 +1,17 @@
-//! A lab app rendered as a Microsoft.App `containerApps` PUT body.
+//! A lab app rendered as a Microsoft.App `containerApps` PUT body: an [`appmodel::ContainerApp`],
+//! the one model of the resource that `arm` sends and localplane parses.
 //!
 //! The same body goes to Azure and to localplane; emulator-only knobs travel as resource tags
 //! (`localplane.*`), which Azure stores and ignores.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use appmodel::{
+    ActiveRevisionsMode, Configuration, Container, ContainerApp, ContainerAppProperties,
+    ContainerResources, EnvVar, HttpGetAction, Ingress, ManagedServiceIdentity, ProbeType,
+    RegistryCredentials, Scale, Secret, TcpSocketAction, Template,
+};
+use serde_json::{Map, Value};
 
 use crate::schema::{App, Probe};
 
@@ -36,108 +44,146 @@ pub struct Registry<'a> {
     pub identity: &'a str,
 }
 
-/// The PUT body for `app`.
-pub fn container_app(app: &App, at: &Placement<'_>) -> Value {
-    let mut env: Vec<Value> = app
+/// The PUT body for `app`, as the wire model `arm` sends and localplane parses.
+pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
+    let mut env: Vec<EnvVar> = app
         .env
         .iter()
-        .map(|(k, v)| json!({ "name": k, "value": v }))
+        .map(|(k, v)| EnvVar {
+            name: k.clone(),
+            value: Some(v.clone()),
+            ..EnvVar::default()
+        })
         .collect();
-    let mut configuration = Map::new();
-    configuration.insert("activeRevisionsMode".into(), "Single".into());
-    if let Some(ing) = &app.ingress {
-        configuration.insert(
-            "ingress".into(),
-            json!({ "external": ing.external, "targetPort": ing.target_port, "transport": "auto" }),
-        );
-    }
+    let mut configuration = Configuration {
+        active_revisions_mode: Some(ActiveRevisionsMode::Single),
+        ingress: app.ingress.as_ref().map(|ing| Ingress {
+            external: Some(ing.external),
+            target_port: Some(i32::from(ing.target_port)),
+            transport: Some("auto".to_owned()),
+            ..Ingress::default()
+        }),
+        ..Configuration::default()
+    };
     if let Some(token) = at.simulate_token {
-        configuration.insert(
-            "secrets".into(),
-            json!([{ "name": SIMULATE_TOKEN_SECRET, "value": token }]),
-        );
-        env.retain(|e| e["name"] != "SIMULATE_TOKEN");
-        env.push(json!({ "name": "SIMULATE_TOKEN", "secretRef": SIMULATE_TOKEN_SECRET }));
-    }
-    if let Some(r) = at.registry {
-        configuration.insert(
-            "registries".into(),
-            json!([{ "server": r.server, "identity": r.identity }]),
-        );
-    }
-    let mut template = json!({
-        "containers": [{
-            "name": app.name,
-            "image": app.image,
-            "env": env,
-            "probes": app.probes.iter().map(probe).collect::<Vec<_>>(),
-            "resources": { "cpu": 0.5, "memory": "1Gi" },
-        }],
-        "scale": { "minReplicas": app.replicas, "maxReplicas": app.replicas },
-    });
-    if let Some(grace) = app.termination_grace_seconds {
-        template["terminationGracePeriodSeconds"] = grace.into();
-    }
-    let mut tags = Map::new();
-    for (k, v) in at.tags {
-        tags.insert((*k).to_owned(), (*v).into());
-    }
-    if let Some(r) = &app.revision_ready {
-        tags.insert("localplane.revisionReady".into(), r.clone().into());
-    }
-    if let Some(d) = app.drain_delay_seconds {
-        tags.insert("localplane.drainDelaySeconds".into(), d.to_string().into());
-    }
-    if let Some(l) = app.routing_removal_lag_ms {
-        tags.insert(
-            "localplane.routingRemovalLagMs".into(),
-            l.to_string().into(),
-        );
-    }
-    let mut body = json!({
-        "location": at.location,
-        "tags": tags,
-        "properties": {
-            "environmentId": at.environment_id,
-            "configuration": configuration,
-            "template": template,
-        }
-    });
-    if let Some(r) = at.registry {
-        // The registry entry names the identity; the app must also be assigned it.
-        body["identity"] = json!({
-            "type": "UserAssigned",
-            "userAssignedIdentities": { r.identity: {} },
+        configuration.secrets = Some(vec![Secret {
+            name: Some(SIMULATE_TOKEN_SECRET.to_owned()),
+            value: Some(token.to_owned()),
+            ..Secret::default()
+        }]);
+        env.retain(|e| e.name != "SIMULATE_TOKEN");
+        env.push(EnvVar {
+            name: "SIMULATE_TOKEN".to_owned(),
+            secret_ref: Some(SIMULATE_TOKEN_SECRET.to_owned()),
+            ..EnvVar::default()
         });
     }
-    body
+    if let Some(r) = at.registry {
+        configuration.registries = Some(vec![RegistryCredentials {
+            server: Some(r.server.to_owned()),
+            identity: Some(r.identity.to_owned()),
+            ..RegistryCredentials::default()
+        }]);
+    }
+    let template = Template {
+        containers: vec![Container {
+            name: Some(app.name.clone()),
+            image: Some(app.image.clone()),
+            env,
+            probes: app.probes.iter().map(probe).collect(),
+            resources: Some(ContainerResources {
+                cpu: Some(0.5),
+                memory: Some("1Gi".to_owned()),
+                ..ContainerResources::default()
+            }),
+            ..Container::default()
+        }],
+        scale: Some(Scale {
+            min_replicas: Some(app.replicas),
+            max_replicas: Some(app.replicas),
+            ..Scale::default()
+        }),
+        termination_grace_period_seconds: app.termination_grace_seconds,
+        ..Template::default()
+    };
+    let mut tags: BTreeMap<String, String> = at
+        .tags
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    if let Some(r) = &app.revision_ready {
+        tags.insert("localplane.revisionReady".into(), r.clone());
+    }
+    if let Some(d) = app.drain_delay_seconds {
+        tags.insert("localplane.drainDelaySeconds".into(), d.to_string());
+    }
+    if let Some(l) = app.routing_removal_lag_ms {
+        tags.insert("localplane.routingRemovalLagMs".into(), l.to_string());
+    }
+    ContainerApp {
+        location: Some(at.location.to_owned()),
+        tags: Some(tags),
+        // The registry entry names the identity; the app must also be assigned it.
+        identity: at.registry.map(|r| ManagedServiceIdentity {
+            kind: "UserAssigned".to_owned(),
+            user_assigned_identities: Some(BTreeMap::from([(
+                r.identity.to_owned(),
+                Value::Object(Map::new()),
+            )])),
+            ..ManagedServiceIdentity::default()
+        }),
+        properties: ContainerAppProperties {
+            environment_id: Some(at.environment_id.to_owned()),
+            configuration: Some(configuration),
+            template: Some(template),
+            ..ContainerAppProperties::default()
+        },
+        ..ContainerApp::default()
+    }
 }
 
-fn probe(p: &Probe) -> Value {
-    let mut v = Map::new();
-    v.insert("type".into(), p.kind.clone().into());
-    match &p.path {
-        Some(path) => v.insert("httpGet".into(), json!({ "path": path, "port": p.port })),
-        None => v.insert("tcpSocket".into(), json!({ "port": p.port })),
+fn probe(p: &Probe) -> appmodel::Probe {
+    let port = i32::from(p.port);
+    let (http_get, tcp_socket) = match &p.path {
+        Some(path) => (
+            Some(HttpGetAction {
+                path: Some(path.clone()),
+                port,
+                ..HttpGetAction::default()
+            }),
+            None,
+        ),
+        None => (
+            None,
+            Some(TcpSocketAction {
+                port,
+                ..TcpSocketAction::default()
+            }),
+        ),
     };
-    for (k, x) in [
-        ("initialDelaySeconds", p.initial_delay_seconds),
-        ("periodSeconds", p.period_seconds),
-        ("timeoutSeconds", p.timeout_seconds),
-        ("failureThreshold", p.failure_threshold),
-        ("successThreshold", p.success_threshold),
-    ] {
-        if let Some(x) = x {
-            v.insert(k.into(), x.into());
-        }
+    appmodel::Probe {
+        probe_type: Some(ProbeType::from(p.kind.as_str())),
+        http_get,
+        tcp_socket,
+        initial_delay_seconds: p.initial_delay_seconds,
+        period_seconds: p.period_seconds,
+        timeout_seconds: p.timeout_seconds,
+        failure_threshold: p.failure_threshold,
+        success_threshold: p.success_threshold,
+        ..appmodel::Probe::default()
     }
-    Value::Object(v)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schema::Ingress;
+    use serde_json::json;
+
+    /// The body as it goes on the wire.
+    fn wire(app: &App, at: &Placement<'_>) -> Value {
+        serde_json::to_value(container_app(app, at)).unwrap()
+    }
 
     fn app() -> App {
         App {
@@ -187,7 +233,7 @@ mod tests {
             tags: &[("lab", "startup-degraded")],
             registry: None,
         };
-        let body = container_app(&app(), &at);
+        let body = wire(&app(), &at);
         let t = &body["properties"]["template"];
         assert_eq!(t["scale"]["minReplicas"], 3);
         assert_eq!(t["scale"]["maxReplicas"], 3);
@@ -231,7 +277,7 @@ mod tests {
                 identity: pull,
             }),
         };
-        let body = container_app(&a, &at);
+        let body = wire(&a, &at);
         assert_eq!(
             body["properties"]["configuration"]["registries"],
             json!([{ "server": "probelabacr1.azurecr.io", "identity": pull }])
@@ -263,7 +309,7 @@ mod tests {
             tags: &[],
             registry: None,
         };
-        let body = container_app(&a, &at);
+        let body = wire(&a, &at);
         let env = body["properties"]["template"]["containers"][0]["env"]
             .as_array()
             .unwrap();

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ArmError;
 use crate::faults::{self, Faults};
-use crate::model::{Knobs, merge_patch, parse_ingress, parse_template};
+use crate::model::{Knobs, from_json, ingress_spec, merge_patch, secrets_of, template_spec};
 use crate::plane::{App, EnvRes, OpStatus, Plane, Revision, key, random_suffix};
 
 /// The api-version localplane reports in the URLs it hands out.
@@ -451,34 +451,15 @@ async fn upsert_app(
             ),
         ));
     }
-    let props = body
-        .get("properties")
-        .filter(|p| p.is_object())
-        .cloned()
-        .ok_or_else(|| {
-            ArmError::bad_request("InvalidRequestContent", "'properties' is required")
-        })?;
-    let template = props
-        .get("template")
-        .filter(|t| t.is_object())
-        .cloned()
-        .ok_or_else(|| {
-            ArmError::bad_request("InvalidRequestContent", "'properties.template' is required")
-        })?;
-    let config = props.get("configuration");
-    let spec = parse_template(&template, config)?;
-    let ingress = parse_ingress(config)?;
-    let tags = body
-        .get("tags")
-        .cloned()
-        .filter(|t| t.is_object())
-        .unwrap_or(json!({}));
-    let knobs = Knobs::from_tags(Some(&tags))?;
-    let location = body
-        .get("location")
-        .and_then(Value::as_str)
-        .unwrap_or("local")
-        .to_string();
+    let AppBody {
+        props,
+        template,
+        spec,
+        ingress,
+        tags,
+        knobs,
+        location,
+    } = parse_app_body(body)?;
     // Bind a listener up front (cheap; dropped if the app already has one).
     let listener = if ingress.is_some() {
         Some(std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| {
@@ -598,6 +579,62 @@ async fn upsert_app(
         &op,
         location_header,
     ))
+}
+
+/// A container app PUT (or a PATCH merged over the app) read and validated: the stored JSON
+/// (unknown fields and all) beside the typed specs localplane acts on.
+struct AppBody {
+    props: Value,
+    template: Value,
+    spec: crate::model::TemplateSpec,
+    ingress: Option<crate::model::IngressSpec>,
+    tags: Value,
+    knobs: Knobs,
+    location: String,
+}
+
+/// Reads a container app body as the wire model (`appmodel::ContainerApp`, what `arm` sends)
+/// and validates it: `properties` and `properties.template` are required, the template and the
+/// ingress are checked as the service checks them, the `localplane.*` tags are read as knobs.
+fn parse_app_body(body: Value) -> Result<AppBody, ArmError> {
+    let Some(props) = body.get("properties").filter(|p| p.is_object()) else {
+        return Err(ArmError::bad_request(
+            "InvalidRequestContent",
+            "'properties' is required",
+        ));
+    };
+    let Some(template) = props.get("template").filter(|t| t.is_object()).cloned() else {
+        return Err(ArmError::bad_request(
+            "InvalidRequestContent",
+            "'properties.template' is required",
+        ));
+    };
+    let app: appmodel::ContainerApp = from_json(&body, "")?;
+    let template_typed = app.properties.template.unwrap_or_default();
+    let configuration = app.properties.configuration;
+    let secrets = secrets_of(configuration.as_ref().and_then(|c| c.secrets.as_deref()));
+    let spec = template_spec(&template_typed, &secrets)?;
+    let ingress = ingress_spec(configuration.as_ref())?;
+    let tags = body
+        .get("tags")
+        .cloned()
+        .filter(|t| t.is_object())
+        .unwrap_or(json!({}));
+    let knobs = Knobs::from_tags(Some(&tags))?;
+    let mut body = body;
+    let props = body
+        .get_mut("properties")
+        .map(Value::take)
+        .unwrap_or_default();
+    Ok(AppBody {
+        props,
+        template,
+        spec,
+        ingress,
+        tags,
+        knobs,
+        location: app.location.unwrap_or_else(|| "local".to_owned()),
+    })
 }
 
 /// Starts app ingress on `listener` (caller holds the state lock).
@@ -880,7 +917,58 @@ async fn op_result(
 
 #[cfg(test)]
 mod tests {
-    use super::valid_name;
+    use super::{parse_app_body, valid_name};
+    use serde_json::{Value, json};
+
+    /// The PUT body of the spec's `ContainerApps_CreateOrUpdate` example (2024-03-01), the
+    /// fixture `appmodel`'s tests pin the wire model with.
+    fn spec_put_body() -> Value {
+        let path = format!(
+            "{}/../appmodel/tests/fixtures/ContainerApps_CreateOrUpdate_request.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).expect("the spec fixture");
+        let v: Value = serde_json::from_str(&text).expect("JSON");
+        v["parameters"]["containerAppEnvelope"].clone()
+    }
+
+    #[test]
+    fn the_spec_example_put_body_is_accepted_and_stored_whole() {
+        let body = spec_put_body();
+        let parsed = parse_app_body(body.clone()).expect("the spec's own example is valid");
+        assert_eq!(
+            parsed.props, body["properties"],
+            "stored as sent, unknown fields and all"
+        );
+        let scale = &parsed.props["template"]["scale"];
+        assert_eq!(scale["rules"][0]["custom"]["type"], "http");
+        let cfg = &parsed.props["configuration"];
+        assert_eq!(cfg["maxInactiveRevisions"], 10);
+        assert_eq!(cfg["ingress"]["stickySessions"]["affinity"], "sticky");
+        assert_eq!(
+            parsed.spec.scale.rules.len(),
+            1,
+            "the typed scale is kept for its users"
+        );
+        assert_eq!(parsed.spec.min_replicas, 1);
+        assert_eq!(parsed.spec.max_replicas, 5);
+        assert_eq!(parsed.ingress.map(|i| i.target_port), Some(3000));
+        assert_eq!(parsed.location, "East US");
+    }
+
+    #[test]
+    fn a_body_that_does_not_fit_the_wire_model_is_a_400_naming_its_key() {
+        let mut body = spec_put_body();
+        body["properties"]["template"]["scale"]["maxReplicas"] = json!("five");
+        let e = parse_app_body(body).err().expect("a 400");
+        assert_eq!(e.status, 400);
+        assert_eq!(e.code, "InvalidRequestContent");
+        assert!(
+            e.message.contains("properties.template.scale.maxReplicas"),
+            "{}",
+            e.message
+        );
+    }
 
     #[test]
     fn app_names() {

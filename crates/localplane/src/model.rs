@@ -1,10 +1,15 @@
-//! Typed views of the parts of a Microsoft.App template localplane acts on.
+//! What localplane acts on in a Microsoft.App body, validated.
 //!
-//! The ARM resources themselves are stored as the JSON the client sent (so unknown fields
-//! round-trip); these types are parsed from that JSON whenever localplane needs to act on it.
+//! A PUT or PATCH body is read as the wire model both sides share (`appmodel`, the types `arm`
+//! sends: unknown fields kept), then checked the way the service checks it (probe ranges, scale
+//! limits, secret references, ports) into the specs below, each 400 with the service's error
+//! code. The resources themselves are stored as the JSON the client sent, so what a GET returns
+//! is what was sent (unknown fields, `scale.rules`, `stickySessions`, `maxInactiveRevisions`
+//! included).
 
 use std::time::Duration;
 
+use appmodel as wire;
 use serde_json::Value;
 
 use crate::error::ArmError;
@@ -85,6 +90,9 @@ pub struct TemplateSpec {
     pub max_replicas: u32,
     pub grace: Duration,
     pub revision_suffix: Option<String>,
+    /// `template.scale` as sent (rules, cooldown and polling interval included; localplane runs
+    /// `minReplicas`, see [`TemplateSpec::replica_count`]).
+    pub scale: wire::Scale,
 }
 
 impl TemplateSpec {
@@ -101,29 +109,25 @@ pub struct IngressSpec {
     pub target_port: u16,
 }
 
-fn u64_field(v: &Value, key: &str) -> Result<Option<u64>, ArmError> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(x) => x.as_u64().map(Some).ok_or_else(|| {
-            ArmError::bad_request(
-                "InvalidRequestContent",
-                format!("'{key}' must be a non-negative integer, got {x}"),
-            )
-        }),
-    }
+/// Reads `v` as the wire type `T` (the `appmodel` types `arm` sends), or ARM's 400
+/// `InvalidRequestContent` naming the key path that did not fit (`properties.template...`).
+pub fn from_json<T: serde::de::DeserializeOwned>(v: &Value, at: &str) -> Result<T, ArmError> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let key = match (at.is_empty(), path.as_str()) {
+            (true, p) => p.to_owned(),
+            (false, ".") => at.to_owned(),
+            (false, p) => format!("{at}.{p}"),
+        };
+        ArmError::bad_request(
+            "InvalidRequestContent",
+            format!("'{key}': {}", e.into_inner()),
+        )
+    })
 }
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn port_of(v: &Value, ctx: &str) -> Result<u16, ArmError> {
-    let p = v
-        .get("port")
-        .and_then(Value::as_u64)
-        .and_then(|p| u16::try_from(p).ok())
-        .filter(|p| *p > 0);
-    p.ok_or_else(|| {
+fn port_of(port: i32, ctx: &str) -> Result<u16, ArmError> {
+    u16::try_from(port).ok().filter(|p| *p > 0).ok_or_else(|| {
         ArmError::bad_request(
             "ContainerAppInvalidProbe",
             format!("{ctx}: 'port' must be an integer 1..65535"),
@@ -131,8 +135,13 @@ fn port_of(v: &Value, ctx: &str) -> Result<u16, ArmError> {
     })
 }
 
-fn parse_probe(v: &Value, container: &str) -> Result<Probe, ArmError> {
-    let kind = match str_field(v, "type").map(str::to_ascii_lowercase).as_deref() {
+fn parse_probe(v: &wire::Probe, container: &str) -> Result<Probe, ArmError> {
+    let kind = match v
+        .probe_type
+        .as_ref()
+        .map(|t| t.as_str().to_ascii_lowercase())
+        .as_deref()
+    {
         Some("liveness") => ProbeKind::Liveness,
         Some("readiness") => ProbeKind::Readiness,
         Some("startup") => ProbeKind::Startup,
@@ -145,23 +154,21 @@ fn parse_probe(v: &Value, container: &str) -> Result<Probe, ArmError> {
             ));
         }
     };
-    let action = if let Some(h) = v.get("httpGet").filter(|h| !h.is_null()) {
-        let mut headers = Vec::new();
-        if let Some(list) = h.get("httpHeaders").and_then(Value::as_array) {
-            for item in list {
-                if let (Some(n), Some(val)) = (str_field(item, "name"), str_field(item, "value")) {
-                    headers.push((n.to_string(), val.to_string()));
-                }
-            }
-        }
+    let action = if let Some(h) = &v.http_get {
+        let headers = h
+            .http_headers
+            .iter()
+            .flatten()
+            .map(|x| (x.name.clone(), x.value.clone()))
+            .collect();
         ProbeAction::Http {
-            path: str_field(h, "path").unwrap_or("/").to_string(),
-            port: port_of(h, container)?,
+            path: h.path.clone().unwrap_or_else(|| "/".to_owned()),
+            port: port_of(h.port, container)?,
             headers,
         }
-    } else if let Some(t) = v.get("tcpSocket").filter(|t| !t.is_null()) {
+    } else if let Some(t) = &v.tcp_socket {
         ProbeAction::Tcp {
-            port: port_of(t, container)?,
+            port: port_of(t.port, container)?,
         }
     } else {
         return Err(ArmError::bad_request(
@@ -170,8 +177,8 @@ fn parse_probe(v: &Value, container: &str) -> Result<Probe, ArmError> {
         ));
     };
     // Ranges as the service checks them (see `PROBE_LIMITS`); a value out of range is a 400.
-    let ranged = |k: &str, d: u64| -> Result<u64, ArmError> {
-        let v = u64_field(v, k)?.unwrap_or(d);
+    let ranged = |k: &str, given: Option<u32>, d: u64| -> Result<u64, ArmError> {
+        let v = given.map_or(d, u64::from);
         let (lo, hi) = probe_limit(kind, k);
         if v < lo || v > hi {
             return Err(ArmError::bad_request(
@@ -184,7 +191,11 @@ fn parse_probe(v: &Value, container: &str) -> Result<Probe, ArmError> {
         }
         Ok(v)
     };
-    let success_threshold = ranged("successThreshold", u64::from(DEFAULT_SUCCESS_THRESHOLD))?;
+    let success_threshold = ranged(
+        "successThreshold",
+        v.success_threshold,
+        u64::from(DEFAULT_SUCCESS_THRESHOLD),
+    )?;
     if kind != ProbeKind::Readiness && success_threshold != 1 {
         return Err(ArmError::bad_request(
             "ContainerAppInvalidProbe",
@@ -194,7 +205,7 @@ fn parse_probe(v: &Value, container: &str) -> Result<Probe, ArmError> {
             ),
         ));
     }
-    let grace = match u64_field(v, "terminationGracePeriodSeconds")? {
+    let grace = match v.termination_grace_period_seconds {
         Some(g) if g > MAX_PROBE_GRACE_S => {
             return Err(ArmError::bad_request(
                 "ContainerAppInvalidProbe",
@@ -208,10 +219,22 @@ fn parse_probe(v: &Value, container: &str) -> Result<Probe, ArmError> {
     Ok(Probe {
         kind,
         action,
-        initial_delay: Duration::from_secs(ranged("initialDelaySeconds", 0)?),
-        period: Duration::from_secs(ranged("periodSeconds", DEFAULT_PERIOD_S)?),
-        timeout: Duration::from_secs(ranged("timeoutSeconds", DEFAULT_TIMEOUT_S)?),
-        failure_threshold: ranged("failureThreshold", u64::from(DEFAULT_FAILURE_THRESHOLD))? as u32,
+        initial_delay: Duration::from_secs(ranged(
+            "initialDelaySeconds",
+            v.initial_delay_seconds,
+            0,
+        )?),
+        period: Duration::from_secs(ranged("periodSeconds", v.period_seconds, DEFAULT_PERIOD_S)?),
+        timeout: Duration::from_secs(ranged(
+            "timeoutSeconds",
+            v.timeout_seconds,
+            DEFAULT_TIMEOUT_S,
+        )?),
+        failure_threshold: ranged(
+            "failureThreshold",
+            v.failure_threshold,
+            u64::from(DEFAULT_FAILURE_THRESHOLD),
+        )? as u32,
         success_threshold: success_threshold as u32,
         grace,
     })
@@ -242,118 +265,93 @@ pub fn probe_limit(kind: ProbeKind, field: &str) -> (u64, u64) {
     }
 }
 
-/// Secrets from `properties.configuration.secrets` (`[{name, value}]`), for `secretRef` env.
-pub fn secrets_of(configuration: Option<&Value>) -> Vec<(String, String)> {
-    configuration
-        .and_then(|c| c.get("secrets"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| {
-                    Some((
-                        str_field(s, "name")?.to_string(),
-                        str_field(s, "value").unwrap_or("").to_string(),
-                    ))
-                })
-                .collect()
-        })
+/// Secrets of `properties.configuration.secrets` (`[{name, value}]`) as (name, value), for
+/// `secretRef` env; an entry without a name cannot be referred to and is left out.
+pub fn secrets_of(secrets: Option<&[wire::Secret]>) -> Vec<(String, String)> {
+    secrets
         .unwrap_or_default()
+        .iter()
+        .filter_map(|s| Some((s.name.clone()?, s.value.clone().unwrap_or_default())))
+        .collect()
 }
 
-pub fn parse_container(v: &Value, secrets: &[(String, String)]) -> Result<ContainerSpec, ArmError> {
-    let name = str_field(v, "name").unwrap_or("").to_string();
-    let image = str_field(v, "image").unwrap_or("").to_string();
+pub fn parse_container(
+    v: &wire::Container,
+    secrets: &[(String, String)],
+) -> Result<ContainerSpec, ArmError> {
+    let name = v.name.clone().unwrap_or_default();
+    let image = v.image.clone().unwrap_or_default();
     if name.is_empty() || image.is_empty() {
         return Err(ArmError::bad_request(
             "InvalidRequestContent",
             "every container needs 'name' and 'image'",
         ));
     }
-    let strings = |k: &str| -> Vec<String> {
-        v.get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let mut env = Vec::new();
-    if let Some(list) = v.get("env").and_then(Value::as_array) {
-        for item in list {
-            let Some(n) = str_field(item, "name") else {
-                return Err(ArmError::bad_request(
-                    "InvalidRequestContent",
-                    format!("container '{name}': every env entry needs 'name'"),
-                ));
-            };
-            let value = if let Some(val) = str_field(item, "value") {
-                val.to_string()
-            } else if let Some(r) = str_field(item, "secretRef") {
-                match secrets.iter().find(|(s, _)| s == r) {
-                    Some((_, val)) => val.clone(),
-                    None => {
-                        return Err(ArmError::bad_request(
-                            "ContainerAppSecretRefNotFound",
-                            format!("container '{name}': secret '{r}' is not defined"),
-                        ));
-                    }
+    for item in &v.env {
+        let value = if let Some(val) = &item.value {
+            val.clone()
+        } else if let Some(r) = &item.secret_ref {
+            match secrets.iter().find(|(s, _)| s == r) {
+                Some((_, val)) => val.clone(),
+                None => {
+                    return Err(ArmError::bad_request(
+                        "ContainerAppSecretRefNotFound",
+                        format!("container '{name}': secret '{r}' is not defined"),
+                    ));
                 }
-            } else {
-                String::new()
-            };
-            env.push((n.to_string(), value));
-        }
+            }
+        } else {
+            String::new()
+        };
+        env.push((item.name.clone(), value));
     }
     let mut probes = Vec::new();
-    if let Some(list) = v.get("probes").and_then(Value::as_array) {
-        for p in list {
-            let probe = parse_probe(p, &name)?;
-            if probes.iter().any(|q: &Probe| q.kind == probe.kind) {
-                return Err(ArmError::bad_request(
-                    "ContainerAppInvalidProbe",
-                    format!(
-                        "container '{name}': more than one {} probe",
-                        probe.kind.word()
-                    ),
-                ));
-            }
-            probes.push(probe);
+    for p in &v.probes {
+        let probe = parse_probe(p, &name)?;
+        if probes.iter().any(|q: &Probe| q.kind == probe.kind) {
+            return Err(ArmError::bad_request(
+                "ContainerAppInvalidProbe",
+                format!(
+                    "container '{name}': more than one {} probe",
+                    probe.kind.word()
+                ),
+            ));
         }
+        probes.push(probe);
     }
     Ok(ContainerSpec {
         name,
         image,
-        command: strings("command"),
-        args: strings("args"),
+        command: v.command.clone().unwrap_or_default(),
+        args: v.args.clone().unwrap_or_default(),
         env,
         probes,
     })
 }
 
-/// Parses `properties.template` (an app's or a job's).
-pub fn parse_template(
-    template: &Value,
-    configuration: Option<&Value>,
+/// Validates a typed `properties.template` (an app's or a job's), with the secrets its
+/// `secretRef`s may name.
+pub fn template_spec(
+    template: &wire::Template,
+    secrets: &[(String, String)],
 ) -> Result<TemplateSpec, ArmError> {
-    let secrets = secrets_of(configuration);
+    if template.containers.is_empty() {
+        return Err(ArmError::bad_request(
+            "InvalidRequestContent",
+            "properties.template.containers must list at least one container",
+        ));
+    }
     let containers = template
-        .get("containers")
-        .and_then(Value::as_array)
-        .filter(|a| !a.is_empty())
-        .ok_or_else(|| {
-            ArmError::bad_request(
-                "InvalidRequestContent",
-                "properties.template.containers must list at least one container",
-            )
-        })?
+        .containers
         .iter()
-        .map(|c| parse_container(c, &secrets))
+        .map(|c| parse_container(c, secrets))
         .collect::<Result<Vec<_>, _>>()?;
-    let scale = template.get("scale").cloned().unwrap_or(Value::Null);
-    let min_replicas = u64_field(&scale, "minReplicas")?.unwrap_or(0);
-    let max_replicas = u64_field(&scale, "maxReplicas")?.unwrap_or(10);
+    let scale = template.scale.clone().unwrap_or_default();
+    let min_replicas = scale.min_replicas.unwrap_or(0);
+    let max_replicas = scale
+        .max_replicas
+        .unwrap_or(wire::Scale::DEFAULT_MAX_REPLICAS);
     if min_replicas > 30 || max_replicas > 1000 || (max_replicas > 0 && min_replicas > max_replicas)
     {
         return Err(ArmError::bad_request(
@@ -363,27 +361,41 @@ pub fn parse_template(
     }
     Ok(TemplateSpec {
         containers,
-        min_replicas: min_replicas as u32,
-        max_replicas: max_replicas as u32,
+        min_replicas,
+        max_replicas,
         grace: Duration::from_secs(
-            u64_field(template, "terminationGracePeriodSeconds")?.unwrap_or(DEFAULT_GRACE_S),
+            template
+                .termination_grace_period_seconds
+                .unwrap_or(DEFAULT_GRACE_S),
         ),
-        revision_suffix: str_field(template, "revisionSuffix")
-            .filter(|s| !s.is_empty())
-            .map(String::from),
+        revision_suffix: template.revision_suffix.clone().filter(|s| !s.is_empty()),
+        scale,
     })
 }
 
-pub fn parse_ingress(configuration: Option<&Value>) -> Result<Option<IngressSpec>, ArmError> {
-    let Some(ing) = configuration
-        .and_then(|c| c.get("ingress"))
-        .filter(|i| !i.is_null())
-    else {
+/// Parses and validates `properties.template` (an app's or a job's) given as JSON, with the
+/// `configuration` whose `secrets` its `secretRef`s may name.
+pub fn parse_template(
+    template: &Value,
+    configuration: Option<&Value>,
+) -> Result<TemplateSpec, ArmError> {
+    let typed: wire::Template = from_json(template, "properties.template")?;
+    let secrets: Option<Vec<wire::Secret>> = match configuration.and_then(|c| c.get("secrets")) {
+        None | Some(Value::Null) => None,
+        Some(s) => Some(from_json(s, "properties.configuration.secrets")?),
+    };
+    template_spec(&typed, &secrets_of(secrets.as_deref()))
+}
+
+/// Validates a typed `properties.configuration.ingress`.
+pub fn ingress_spec(
+    configuration: Option<&wire::Configuration>,
+) -> Result<Option<IngressSpec>, ArmError> {
+    let Some(ing) = configuration.and_then(|c| c.ingress.as_ref()) else {
         return Ok(None);
     };
     let target_port = ing
-        .get("targetPort")
-        .and_then(Value::as_u64)
+        .target_port
         .and_then(|p| u16::try_from(p).ok())
         .filter(|p| *p > 0)
         .ok_or_else(|| {
@@ -393,12 +405,18 @@ pub fn parse_ingress(configuration: Option<&Value>) -> Result<Option<IngressSpec
             )
         })?;
     Ok(Some(IngressSpec {
-        external: ing
-            .get("external")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        external: ing.external.unwrap_or(false),
         target_port,
     }))
+}
+
+/// Parses and validates `properties.configuration.ingress` given as JSON.
+pub fn parse_ingress(configuration: Option<&Value>) -> Result<Option<IngressSpec>, ArmError> {
+    let typed: Option<wire::Configuration> = match configuration {
+        None | Some(Value::Null) => None,
+        Some(c) => Some(from_json(c, "properties.configuration")?),
+    };
+    ingress_spec(typed.as_ref())
 }
 
 /// When a new revision counts as ready for the traffic switch.

@@ -199,19 +199,21 @@ impl Actor {
         }
     }
 
-    /// Runs `f`, timing it; `Ok((status, detail))` is `ok` when the status (if any) is 2xx/3xx.
-    async fn timed<F>(&self, event: u32, kind: &str, app: &str, f: F) -> ActionRecord
+    /// Runs `f`, timing it; `Ok((status, detail))` is `ok` when the status (if any) is 2xx/3xx;
+    /// a failure keeps its HTTP status and ARM error code.
+    async fn timed<F, E>(&self, event: u32, kind: &str, app: &str, f: F) -> ActionRecord
     where
-        F: std::future::Future<Output = Result<(Option<u16>, String), String>>,
+        F: std::future::Future<Output = Result<(Option<u16>, String), E>>,
+        E: Into<ActionFailure>,
     {
         let ts = iso(Utc::now());
         let t0 = Instant::now();
         let r = f.await;
         let dur_ms = u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (outcome, status, detail) = match r {
-            Ok((Some(s), d)) if !(200..400).contains(&s) => ("failed", Some(s), d),
-            Ok((s, d)) => ("ok", s, d),
-            Err(e) => ("failed", None, e),
+        let (outcome, status, code, detail) = match r.map_err(Into::into) {
+            Ok((Some(s), d)) if !(200..400).contains(&s) => ("failed", Some(s), None, d),
+            Ok((s, d)) => ("ok", s, None, d),
+            Err(f) => ("failed", f.status, f.code, f.detail),
         };
         ActionRecord {
             event,
@@ -220,6 +222,7 @@ impl Actor {
             ts,
             outcome: outcome.to_owned(),
             status,
+            code,
             dur_ms,
             detail,
             perturbation_id: None,
@@ -227,38 +230,25 @@ impl Actor {
     }
 
     /// Sets env vars on the app's container (named like the app, else the first) with a fresh
-    /// revision suffix; waits for the operation; returns the new latest revision.
-    pub async fn patch_env(&self, app: &str, env: &[(String, String)]) -> Result<String, String> {
+    /// revision suffix, in one PATCH through arm's typed GET-modify-PATCH; waits for the
+    /// operation; returns the new latest revision.
+    pub async fn patch_env(
+        &self,
+        app: &str,
+        env: &[(String, String)],
+    ) -> Result<String, ActionFailure> {
         let t = &self.target;
-        let current = t
-            .arm
-            .get_app(&t.scope, app)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut template = current
-            .properties
-            .template
-            .ok_or_else(|| format!("app {app} has no template"))?;
-        for (k, v) in env {
-            arm::client::set_env_in_template(&mut template, Some(app), k, v)
-                .or_else(|_| arm::client::set_env_in_template(&mut template, None, k, v))
-                .map_err(|e| e.to_string())?;
-        }
-        template.revision_suffix = Some(arm::fresh_revision_suffix());
-        let body = json!({ "properties": { "template": template } });
-        t.send(
-            "patch_app",
-            Method::PATCH,
-            &t.resource_path("containerApps", app),
-            Some(&body),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
         let after = t
             .arm
-            .get_app(&t.scope, app)
-            .await
-            .map_err(|e| e.to_string())?;
+            .update_app_template(&t.scope, app, |template| {
+                for (k, v) in env {
+                    arm::client::set_env_in_template(template, Some(app), k, v)
+                        .or_else(|_| arm::client::set_env_in_template(template, None, k, v))?;
+                }
+                template.revision_suffix = Some(arm::fresh_revision_suffix());
+                Ok(())
+            })
+            .await?;
         Ok(after
             .properties
             .latest_revision_name
@@ -266,13 +256,9 @@ impl Actor {
     }
 
     /// Restarts the revision with the traffic (else the latest active one).
-    pub async fn restart(&self, app: &str) -> Result<String, String> {
+    pub async fn restart(&self, app: &str) -> Result<String, ActionFailure> {
         let t = &self.target;
-        let revs = t
-            .arm
-            .list_revisions(&t.scope, app)
-            .await
-            .map_err(|e| e.to_string())?;
+        let revs = t.arm.list_revisions(&t.scope, app).await?;
         let rev = revs
             .iter()
             .filter(|r| r.properties.active)
@@ -282,11 +268,8 @@ impl Actor {
                     r.properties.created_time.clone(),
                 )
             })
-            .ok_or_else(|| format!("app {app} has no active revision"))?;
-        t.arm
-            .restart_revision(&t.scope, app, &rev.name)
-            .await
-            .map_err(|e| e.to_string())?;
+            .ok_or_else(|| ActionFailure::from(format!("app {app} has no active revision")))?;
+        t.arm.restart_revision(&t.scope, app, &rev.name).await?;
         Ok(rev.name.clone())
     }
 
@@ -330,6 +313,35 @@ impl Actor {
     }
 }
 
+/// Why an action failed, as `runs.json` keeps it: the HTTP status and the ARM error code when
+/// ARM answered (`ArmError`'s own, not its text), and the text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActionFailure {
+    pub status: Option<u16>,
+    pub code: Option<String>,
+    pub detail: String,
+}
+
+impl From<arm::ArmError> for ActionFailure {
+    fn from(e: arm::ArmError) -> Self {
+        ActionFailure {
+            status: e.status(),
+            code: Some(e.code().to_owned()),
+            detail: e.to_string(),
+        }
+    }
+}
+
+impl From<String> for ActionFailure {
+    fn from(detail: String) -> Self {
+        ActionFailure {
+            status: None,
+            code: None,
+            detail,
+        }
+    }
+}
+
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
@@ -358,4 +370,37 @@ pub fn summary(actions: &[ActionRecord]) -> BTreeMap<String, (u32, u32)> {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ActionFailure;
+
+    #[test]
+    fn an_arm_failure_keeps_its_status_and_code() {
+        let refused = arm::ArmError::Api {
+            operation: "restart_revision".into(),
+            status: 400,
+            code: "ContainerAppRevisionNotActive".into(),
+            message: "Revision 'a--b' is not active and cannot be restarted.".into(),
+            retry_after: None,
+        };
+        let f = ActionFailure::from(refused);
+        assert_eq!(f.status, Some(400));
+        assert_eq!(f.code.as_deref(), Some("ContainerAppRevisionNotActive"));
+        assert!(f.detail.contains("is not active"), "{}", f.detail);
+
+        let failed_op = arm::ArmError::Operation {
+            operation: "patch_app".into(),
+            status: "Failed".into(),
+            code: "ContainerAppOperationError".into(),
+            message: "revision never ready".into(),
+        };
+        let f = ActionFailure::from(failed_op);
+        assert_eq!(f.status, None, "no HTTP status: the operation failed, not the call");
+        assert_eq!(f.code.as_deref(), Some("ContainerAppOperationError"));
+
+        let ours = ActionFailure::from("app x has no active revision".to_owned());
+        assert_eq!((ours.status, ours.code), (None, None));
+    }
 }

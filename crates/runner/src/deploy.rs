@@ -176,7 +176,12 @@ pub async fn apps(
             tags: &[("lab", lab_name), ("managedBy", "probelab")],
             registry: t.registry.as_ref().map(|r| r.placement()),
         };
-        let body = container_app(&a, &placement);
+        let body = serde_json::to_value(container_app(&a, &placement)).map_err(|e| {
+            RunError::Arm(arm::ArmError::Invalid(format!(
+                "put_app {}: cannot encode the body: {e}",
+                app.name
+            )))
+        })?;
         t.send(
             "put_app",
             Method::PUT,

@@ -172,8 +172,13 @@ pub struct ActionRecord {
     pub ts: String,
     /// `ok` or `failed`.
     pub outcome: String,
+    /// The HTTP status of the answer, when there was one (an app's, or ARM's when it refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// The ARM error code of a failed ARM action (`ContainerAppRevisionNotActive`, `Timeout`,
+    /// ...), from `arm::ArmError::code`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     pub dur_ms: u64,
     pub detail: String,
     /// The event's own perturbation id, `<step>-event-<N>-<stamp>` (the `PERTURBATION_ID` of
@@ -278,6 +283,7 @@ mod tests {
                     ts: "t".into(),
                     outcome: "ok".into(),
                     status: Some(200),
+                    code: None,
                     dur_ms: 5,
                     detail: "d".into(),
                     perturbation_id: Some("perturbation-event-1-20260101T000000Z".into()),

@@ -426,7 +426,7 @@ mod tests {
         }))
         .unwrap();
         let env_id = t.environment_id();
-        let body = lab::arm_body::container_app(
+        let body = serde_json::to_value(lab::arm_body::container_app(
             &app,
             &lab::arm_body::Placement {
                 location: "local",
@@ -435,7 +435,8 @@ mod tests {
                 tags: &[],
                 registry: t.registry.as_ref().map(|r| r.placement()),
             },
-        );
+        ))
+        .unwrap();
         let path = t.resource_path("containerApps", "subject");
         // Accepted (201): no waiting for the operation, as the revision can never get ready
         // without binaries.

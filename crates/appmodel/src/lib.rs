@@ -1,4 +1,7 @@
-//! Typed serde models of the Microsoft.App resources probelab touches.
+//! appmodel: the one typed model of the Microsoft.App resources probelab touches, shared by
+//! both sides of its ARM wire: `arm` (the client, re-exported as `arm::models`) sends and reads
+//! these types, `localplane` (the emulator) parses and validates the PUT/PATCH bodies it is sent
+//! into them, and `lab` renders a lab's apps as them.
 //!
 //! Shapes follow the Microsoft.App REST specification (`api-version` 2024-03-01 and later):
 //! `containerApps`, `revisions`, `replicas`, `jobs`, `executions`. Two rules make them safe to
@@ -9,6 +12,8 @@
 //!   containers, volumes, service binds, ...) unchanged.
 //! - **Unknown enum values are kept.** The spec marks its enums `modelAsString`; ours have an
 //!   `Other(String)` variant that carries any value we do not know, and writes it back verbatim.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -119,6 +124,10 @@ string_enum!(
     ActiveRevisionsMode { Single => "Single", Multiple => "Multiple" }
 );
 string_enum!(
+    /// `ingress.stickySessions.affinity`.
+    Affinity { Sticky => "sticky", None => "none" }
+);
+string_enum!(
     /// A job's `configuration.triggerType`.
     TriggerType { Manual => "Manual", Schedule => "Schedule", Event => "Event" }
 );
@@ -162,6 +171,11 @@ pub struct ContainerApp {
     pub kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// Resource tags (`TrackedResource.tags`: string values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<ManagedServiceIdentity>,
     #[serde(default)]
     pub properties: ContainerAppProperties,
     #[serde(flatten)]
@@ -192,6 +206,20 @@ pub struct ContainerAppProperties {
     pub extra: Extra,
 }
 
+/// `ManagedServiceIdentity`: the identities assigned to an app (`type`: `None`,
+/// `SystemAssigned`, `UserAssigned`, `SystemAssigned,UserAssigned`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagedServiceIdentity {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Resource id of each user-assigned identity → its (server-filled) details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_assigned_identities: Option<BTreeMap<String, Value>>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 /// `ContainerApp.properties.configuration`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -200,8 +228,42 @@ pub struct Configuration {
     pub active_revisions_mode: Option<ActiveRevisionsMode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingress: Option<Ingress>,
+    /// How many inactive revisions the service keeps (the spec's `maxInactiveRevisions`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_inactive_revisions: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<Vec<Secret>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registries: Option<Vec<RegistryCredentials>>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One `configuration.secrets` entry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Secret {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One `configuration.registries` entry: a registry server and how to authenticate to it
+/// (a managed `identity`'s resource id, or `username` + `passwordSecretRef`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistryCredentials {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_secret_ref: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -214,17 +276,31 @@ pub struct Ingress {
     pub fqdn: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<bool>,
+    /// The spec's `int32`; localplane checks the 1..65535 range itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_port: Option<u16>,
+    pub target_port: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub traffic: Vec<TrafficWeight>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sticky_sessions: Option<StickySessions>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
-/// One entry of `ingress.traffic`.
+/// `ingress.stickySessions`: session affinity (`sticky` or `none`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StickySessions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One entry of `ingress.traffic` (`TrafficWeight`): a weight for a named revision or for
+/// whatever revision is latest (`latestRevision: true`), optionally with a `label`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TrafficWeight {
@@ -366,9 +442,24 @@ pub struct Probe {
 pub struct HttpGetAction {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    pub port: u16,
+    /// Required by the spec (`int32`); a missing port reads as 0, which localplane refuses.
+    #[serde(default)]
+    pub port: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_headers: Option<Vec<HttpHeader>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheme: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One `httpGet.httpHeaders` entry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpHeader {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub value: String,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -377,12 +468,16 @@ pub struct HttpGetAction {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TcpSocketAction {
-    pub port: u16,
+    /// Required by the spec (`int32`); a missing port reads as 0, which localplane refuses.
+    #[serde(default)]
+    pub port: i32,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
-/// `template.scale`.
+/// `template.scale` (`Scale`): the replica range and the rules that move an app within it.
+/// The service's defaults when a field is left out: `maxReplicas` 10, `cooldownPeriod` 300 s,
+/// `pollingInterval` 30 s (see [`Scale::DEFAULT_MAX_REPLICAS`] and the others).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Scale {
@@ -390,8 +485,106 @@ pub struct Scale {
     pub min_replicas: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_replicas: Option<u32>,
+    /// Seconds after the last active trigger before scaling back to `minReplicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_period: Option<u32>,
+    /// Seconds between checks of each event-driven rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polling_interval: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rules: Vec<Value>,
+    pub rules: Vec<ScaleRule>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Scale {
+    /// `maxReplicas` when the template leaves it out (the spec's default).
+    pub const DEFAULT_MAX_REPLICAS: u32 = 10;
+    /// `cooldownPeriod` when the template leaves it out (the spec's default, seconds).
+    pub const DEFAULT_COOLDOWN_PERIOD_S: u32 = 300;
+    /// `pollingInterval` when the template leaves it out (the spec's default, seconds).
+    pub const DEFAULT_POLLING_INTERVAL_S: u32 = 30;
+}
+
+/// One `scale.rules[]` entry (`ScaleRule`): a name and exactly one trigger.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub azure_queue: Option<QueueScaleRule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<CustomScaleRule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpScaleRule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpScaleRule>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `ScaleRule.http` (`HttpScaleRule`): scales on concurrent HTTP requests; `metadata` holds
+/// the scaler's parameters as strings (`concurrentRequests`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpScaleRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auth: Vec<ScaleRuleAuth>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `ScaleRule.tcp` (`TcpScaleRule`): scales on concurrent TCP connections (`concurrentConnections`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TcpScaleRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auth: Vec<ScaleRuleAuth>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `ScaleRule.custom` (`CustomScaleRule`): any KEDA scaler, named by `type`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomScaleRule {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auth: Vec<ScaleRuleAuth>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `ScaleRule.azureQueue` (`QueueScaleRule`): scales on an Azure Storage queue's length.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueScaleRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_length: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auth: Vec<ScaleRuleAuth>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One `auth[]` entry of a scale rule: a secret passed to the scaler as `triggerParameter`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleRuleAuth {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_parameter: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
