@@ -336,9 +336,12 @@ async fn stdout_lines_stay_whole_in_docker_logs_under_concurrent_requests() {
     // Every line parses on its own (stdout_json panics on a torn one) and carries kind + ts.
     // A REQUEST_END line is written after its response went out, so wait for all of them.
     let root_end = |l: &serde_json::Value| l["event"] == "REQUEST_END" && l["path"] == "/";
-    let lines = stdout_json_until(&c, "every REQUEST_END line", Duration::from_secs(10), |ls| {
-        ls.iter().filter(|l| root_end(l)).count() >= TASKS * PER_TASK
-    })
+    let lines = stdout_json_until(
+        &c,
+        "every REQUEST_END line",
+        Duration::from_secs(10),
+        |ls| ls.iter().filter(|l| root_end(l)).count() >= TASKS * PER_TASK,
+    )
     .await;
     assert!(
         lines
