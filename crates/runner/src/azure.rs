@@ -119,7 +119,9 @@ pub async fn prepare(
             missing.join(", ")
         )));
     }
-    let lookup = |k: &str| vars.get(k).cloned();
+    // The identity's variables (IDENTITY_ENDPOINT, AZURE_CLIENT_ID, ...) come from the
+    // environment only.
+    let lookup = |k: &str| vars.get(k).cloned().or_else(|| env(k));
     let target = Target::azure(&lookup)?;
     // 3. An identity: fetch the ARM token now, not after the apps exist.
     let kind = target.arm.token_source().kind();
