@@ -193,7 +193,7 @@ impl Stage {
         identity.issue_for("https://api.loganalytics.io", LA_TOKEN);
         let la = LogAnalytics::start(log_analytics::Config {
             workspace: WORKSPACE.into(),
-            token: LA_TOKEN.into(),
+            token: Some(LA_TOKEN.into()),
             logs_dir: lp_dir.join("logs"),
             ingestion_delay: INGESTION_DELAY,
             row_limit: ROW_LIMIT,

@@ -46,8 +46,9 @@ pub const TABLES: [&str; 2] = ["ContainerAppConsoleLogs_CL", "ContainerAppSystem
 pub struct Config {
     /// The workspace's customer id (`LOG_ANALYTICS_WORKSPACE_ID`).
     pub workspace: String,
-    /// The bearer token a query must carry.
-    pub token: String,
+    /// The bearer token a query must carry (`None`: any request is answered, for tests of the
+    /// query logic alone).
+    pub token: Option<String>,
     /// Where the sink's `*.ndjson` files are.
     pub logs_dir: PathBuf,
     pub ingestion_delay: Duration,
@@ -333,8 +334,9 @@ fn answer(
     let auth = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    match auth {
-        None => {
+    match (auth, &s.cfg.token) {
+        (_, None) => {}
+        (None, Some(_)) => {
             return (
                 error(
                     StatusCode::UNAUTHORIZED,
@@ -346,7 +348,7 @@ fn answer(
                 false,
             );
         }
-        Some(a) if a != format!("Bearer {}", s.cfg.token) => {
+        (Some(a), Some(t)) if a != format!("Bearer {t}") => {
             return (
                 error(
                     StatusCode::FORBIDDEN,
@@ -358,7 +360,7 @@ fn answer(
                 false,
             );
         }
-        Some(_) => {}
+        (Some(_), Some(_)) => {}
     }
     if workspace != s.cfg.workspace {
         return (
@@ -426,7 +428,7 @@ fn answer(
             "columns": [{"name": "Count", "type": "long"}], "rows": [[n]]}]});
         return ((StatusCode::OK, axum::Json(body)).into_response(), n, false);
     }
-    selected.sort_by(|a, b| norm_ts(&a.time_generated).cmp(&norm_ts(&b.time_generated)));
+    selected.sort_by_cached_key(|r| norm_ts(&r.time_generated));
     let partial = selected.len() > s.cfg.row_limit;
     selected.truncate(s.cfg.row_limit);
     let mut names: BTreeSet<&str> = selected
