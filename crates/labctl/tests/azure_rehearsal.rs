@@ -553,7 +553,9 @@ async fn a_run_without_a_token_or_settings_stops_before_anything_is_deployed() {
             env,
         )
     };
-    let cases: [(&str, Vec<(&str, Option<&str>)>, &[&str]); 4] = [
+    /// What is wrong, the variables that make it so, what stderr must say.
+    type Case<'a> = (&'a str, Vec<(&'a str, Option<&'a str>)>, &'a [&'a str]);
+    let cases: [Case; 4] = [
         (
             "no azure.json",
             vec![("PROBELAB_AZURE_STATE", Some("/nonexistent/azure.json"))],
