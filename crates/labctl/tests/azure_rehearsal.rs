@@ -333,12 +333,14 @@ fn rows_until(file: &Path, until: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The end of the pull's window, from its first count query (`... <= datetime(X) | count`).
+/// The end of the pull's window, from its last count query (`... <= datetime(X) | count`; the
+/// first ones are the run's check that the workspace answers).
 fn pull_until(la: &LogAnalytics) -> String {
     let q = la
         .answered()
         .into_iter()
-        .find(|a| a.query.ends_with("| count") && a.status == 200 && a.rows > 0)
+        .rev()
+        .find(|a| a.query.ends_with("| count") && a.status == 200)
         .unwrap()
         .query;
     q.split("<= datetime(")

@@ -152,16 +152,23 @@ impl LogAnalytics {
     }
 
     /// Rows written at or before `until` (RFC 3339, as `TimeGenerated`) that were not visible
-    /// yet when the first query arrived: what a pull that did not wait for ingestion misses.
+    /// yet when the first query of a window ending at `until` arrived: what a pull of that
+    /// window that did not wait for ingestion would have missed. 0 without such a query.
     pub fn late_for_first_query(&self, until: &str) -> usize {
-        let Some(first) = lock(&self.state.answered).first().map(|a| a.at) else {
+        let needle = format!("<= datetime({until})");
+        let Some(first) = lock(&self.state.answered)
+            .iter()
+            .find(|a| a.query.contains(&needle))
+            .map(|a| a.at)
+        else {
             return 0;
         };
         self.state.ingest();
+        let until = norm_ts(until);
         lock(&self.state.tables)
             .iter()
             .flat_map(|t| &t.rows)
-            .filter(|r| r.visible_at > first && r.time_generated.as_str() <= until)
+            .filter(|r| r.visible_at > first && norm_ts(&r.time_generated) <= until)
             .count()
     }
 }
