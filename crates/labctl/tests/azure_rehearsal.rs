@@ -358,7 +358,7 @@ async fn a_lab_runs_through_the_azure_path_and_judges_as_the_local_one() {
         return;
     };
     for img in ["subject", "loadgen", "perturbation-sampler"] {
-        docker.require_image(&format!("probelab/{img}:dev")).await;
+        docker.require_image(img).await;
     }
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
