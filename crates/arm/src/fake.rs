@@ -425,6 +425,8 @@ struct IdentityState {
     token_prefix: String,
     issued: u32,
     requests: Vec<IdentityRequest>,
+    /// Resources whose token is fixed (e.g. localplane's `LOCALPLANE_TOKEN` for ARM).
+    fixed: BTreeMap<String, String>,
 }
 
 /// A fake `IDENTITY_ENDPOINT`: checks `X-IDENTITY-HEADER`, `api-version=2019-08-01` and
@@ -457,6 +459,7 @@ impl FakeIdentity {
             token_prefix: token_prefix.to_owned(),
             issued: 0,
             requests: Vec::new(),
+            fixed: BTreeMap::new(),
         }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -472,6 +475,17 @@ impl FakeIdentity {
     /// The value for `IDENTITY_ENDPOINT`.
     pub fn endpoint(&self) -> String {
         format!("http://{}/msi/token", self.addr)
+    }
+
+    /// Answers `token` for `resource` (as the request's `resource` parameter names it, e.g.
+    /// `https://management.azure.com`) instead of `<prefix>-<n>`: a service that checks one
+    /// fixed token (localplane's `--token`) then accepts what this identity issues for it.
+    pub fn issue_for(&self, resource: &str, token: &str) {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .fixed
+            .insert(resource.trim_end_matches('/').to_owned(), token.to_owned());
     }
 
     /// Every token request so far.
@@ -524,12 +538,15 @@ async fn identity_handle(
             .into_response();
     }
     s.issued += 1;
-    let token = format!("{}-{}", s.token_prefix, s.issued);
+    let resource = req.resource.clone().unwrap_or_default();
+    let token = match s.fixed.get(resource.trim_end_matches('/')) {
+        Some(t) => t.clone(),
+        None => format!("{}-{}", s.token_prefix, s.issued),
+    };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
-    let resource = req.resource.clone().unwrap_or_default();
     s.requests.push(req);
     json_ok(
         StatusCode::OK,

@@ -21,6 +21,7 @@
 //! foreground localplane findable for `labctl local status|down`.
 
 pub mod actions;
+pub mod azure;
 pub mod deploy;
 pub mod error;
 pub mod jobs;

@@ -326,8 +326,17 @@ async fn settle(q: &Query, o: &PullOptions) -> Result<Vec<u64>, RunError> {
     }
 }
 
-/// Pulls both tables, scrubbed; returns the number of rows written.
-pub async fn pull(o: &PullOptions) -> Result<usize, RunError> {
+/// Whether the workspace answers a query (with its token): the count of the console table over
+/// the last second. A table that does not exist yet is an answer; an unknown workspace, a
+/// refused token or an unreachable endpoint is the error.
+pub async fn check_workspace(o: &PullOptions) -> Result<(), RunError> {
+    let until = Utc::now().trunc_subsecs(3);
+    let q = query(o, until - chrono::Duration::seconds(1), until)?;
+    q.count(TABLES[0]).await.map(|_| ())
+}
+
+/// The query endpoint of `o`'s workspace for the window `[since, until]`.
+fn query(o: &PullOptions, since: DateTime<Utc>, until: DateTime<Utc>) -> Result<Query, RunError> {
     let endpoint = url::Url::parse(&o.endpoint)
         .map_err(|e| RunError::Config(format!("Log Analytics endpoint {}: {e}", o.endpoint)))?;
     let token = TokenSource::build(o.token, &IdentityEnv::from_process(), &endpoint, SCOPE)?;
@@ -338,10 +347,7 @@ pub async fn pull(o: &PullOptions) -> Result<usize, RunError> {
     let url = endpoint
         .join(&format!("v1/workspaces/{}/query", o.workspace))
         .map_err(|e| RunError::Config(format!("workspace id {}: {e}", o.workspace)))?;
-    // Fixed now: late rows are selected by when they were printed, not when they arrived.
-    let since = o.since.trunc_subsecs(3);
-    let until = o.until.unwrap_or_else(Utc::now).trunc_subsecs(3);
-    let q = Query {
+    Ok(Query {
         http,
         url,
         token,
@@ -351,7 +357,15 @@ pub async fn pull(o: &PullOptions) -> Result<usize, RunError> {
             to: until,
             closed: true,
         },
-    };
+    })
+}
+
+/// Pulls both tables, scrubbed; returns the number of rows written.
+pub async fn pull(o: &PullOptions) -> Result<usize, RunError> {
+    // Fixed now: late rows are selected by when they were printed, not when they arrived.
+    let since = o.since.trunc_subsecs(3);
+    let until = o.until.unwrap_or_else(Utc::now).trunc_subsecs(3);
+    let q = query(o, since, until)?;
     // Without settling the counts are unknown: one slice, halved if the answer is truncated.
     let counts = if o.settle.is_zero() {
         vec![0; TABLES.len()]

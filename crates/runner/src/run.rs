@@ -64,6 +64,9 @@ pub struct RunOptions {
     pub hurry: CancellationToken,
     /// What interrupted the run (e.g. `SIGTERM`), for `runs.json`'s `stopped_by`.
     pub interrupted_by: Arc<std::sync::Mutex<Option<String>>>,
+    /// Azure: how long the Log Analytics row counts must stay unchanged before the logs are
+    /// pulled, and the longest wait for that.
+    pub logs_settle: crate::azure::Settle,
 }
 
 impl RunOptions {
@@ -81,6 +84,7 @@ impl RunOptions {
             cancel: CancellationToken::new(),
             hurry: CancellationToken::new(),
             interrupted_by: Arc::default(),
+            logs_settle: crate::azure::Settle::default(),
         }
     }
 
@@ -124,6 +128,14 @@ pub struct RunOutcome {
 pub async fn run_lab(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let t0 = Instant::now();
     let lab = lab::load(&opts.lab, &opts.profile)?;
+    // Azure: what is missing is said before a pack exists or anything is deployed.
+    let azure = match opts.target {
+        TargetChoice::Azure => Some(
+            crate::azure::prepare(&|k| std::env::var(k).ok(), opts.logs_settle, PathBuf::new())
+                .await?,
+        ),
+        TargetChoice::Local(_) => None,
+    };
     let started = Utc::now();
     let pack = pack::create(&opts.out, &opts.lab, &opts.profile, started)?;
     let mut record = RunsRecord {
@@ -144,7 +156,7 @@ pub async fn run_lab(opts: RunOptions) -> Result<RunOutcome, RunError> {
     record.write(&pack)?;
     let mut progress = Progress::new(opts.progress);
     progress.line(&format!("evidence pack: {}", pack.display()));
-    let result = run_target(&lab, &pack, &mut record, &opts, &mut progress).await;
+    let result = run_target(&lab, &pack, &mut record, &opts, &mut progress, azure).await;
     record.ended = Some(iso(Utc::now()));
     let error = match result {
         Ok(()) => {
@@ -208,6 +220,7 @@ async fn run_target(
     record: &mut RunsRecord,
     opts: &RunOptions,
     progress: &mut Progress,
+    azure: Option<crate::azure::AzureRun>,
 ) -> Result<(), RunError> {
     match &opts.target {
         TargetChoice::Local(rt) => {
@@ -256,38 +269,24 @@ async fn run_target(
             Ok(())
         }
         TargetChoice::Azure => {
-            // The environment wins; what `labctl deploy` recorded fills the gaps.
-            let state_path = std::env::var("PROBELAB_AZURE_STATE")
-                .unwrap_or_else(|_| crate::target::AZURE_STATE_FILE.to_owned());
-            let state = if std::path::Path::new(&state_path).exists() {
-                progress.line(&format!("reading the Azure environment from {state_path}"));
-                crate::target::read_azure_state(std::path::Path::new(&state_path))?
-            } else {
-                Default::default()
+            let Some(mut azure) = azure else {
+                return Err(RunError::Config(
+                    "target azure was not prepared (the checks did not run)".into(),
+                ));
             };
-            let lookup = |k: &str| std::env::var(k).ok().or_else(|| state.get(k).cloned());
-            let t = Arc::new(Target::azure(&lookup)?);
-            let since = Utc::now() - chrono::Duration::minutes(5);
+            let t = Arc::new(azure.target);
+            // Rows are selected by when they were printed: from a little before the first call.
+            azure.pull.since = Utc::now() - chrono::Duration::minutes(5);
+            azure.pull.out = pack.join("logs");
             orchestrate(lab, pack, record, opts, progress, t).await?;
-            match lookup("LOG_ANALYTICS_WORKSPACE_ID") {
-                Some(ws) if !ws.is_empty() => {
-                    progress.line("pulling logs from Log Analytics");
-                    // Ingestion lags a few minutes behind the containers.
-                    let n = crate::logs::pull(&crate::logs::PullOptions::new(
-                        ws,
-                        since,
-                        pack.join("logs"),
-                    ))
-                    .await?;
-                    progress.line(&format!("{n} log rows written"));
-                    Ok(())
-                }
-                _ => Err(RunError::Config(
-                    "LOG_ANALYTICS_WORKSPACE_ID is not set: cannot pull the logs; run \
-                     `labctl logs pull` then `labctl analyze` on the pack"
-                        .into(),
-                )),
-            }
+            progress.line(&format!(
+                "pulling logs from Log Analytics workspace {} (ingestion lags the containers; \
+                 waiting until the row counts settle)",
+                azure.pull.workspace
+            ));
+            let n = cancellable(&opts.cancel, crate::logs::pull(&azure.pull)).await?;
+            progress.line(&format!("{n} log rows written"));
+            Ok(())
         }
     }
 }

@@ -150,7 +150,8 @@ impl Target {
 
     /// Azure, from `SUBSCRIPTION_ID`, `RESOURCE_GROUP`, and optionally `ARM_ENDPOINT`,
     /// `ARM_TOKEN_SOURCE` [auto: the operator's Azure CLI login on a workstation],
-    /// `PROBELAB_BASE_NAME` [probelab], `PROBELAB_IMAGE_PREFIX` (e.g. `myacr.azurecr.io/probelab/`)
+    /// `PROBELAB_BASE_NAME` [probelab], `PROBELAB_APP_SCHEME` [https: how the host reaches an
+    /// app's ingress], `PROBELAB_IMAGE_PREFIX` (e.g. `myacr.azurecr.io/probelab/`)
     /// and `PROBELAB_REGISTRY_SERVER` with `PROBELAB_PULL_IDENTITY_ID` (both or neither: the apps
     /// then pull from that registry with that identity).
     pub fn azure(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Target, RunError> {
@@ -191,6 +192,17 @@ impl Target {
                 ));
             }
         };
+        // Container Apps' external ingress is HTTPS; `http` is for the rehearsal against
+        // localplane, whose ingress serves plain HTTP (docs/FIDELITY.md).
+        let host_scheme = match get("PROBELAB_APP_SCHEME").as_deref() {
+            None | Some("https") => "https",
+            Some("http") => "http",
+            Some(other) => {
+                return Err(RunError::Config(format!(
+                    "PROBELAB_APP_SCHEME {other:?}: use https (Container Apps' ingress) or http"
+                )));
+            }
+        };
         Ok(Target {
             kind: "azure",
             arm,
@@ -199,7 +211,7 @@ impl Target {
             loadgen_job,
             sampler_job,
             addressing: Addressing::ByName,
-            host_scheme: "https",
+            host_scheme,
             image_prefix: get("PROBELAB_IMAGE_PREFIX"),
             registry,
         })

@@ -127,8 +127,11 @@ pub struct RunArgs {
         value_name = "DIR"
     )]
     pub labs_dir: PathBuf,
-    /// `local` (localplane started for the run) or `azure` (SUBSCRIPTION_ID, RESOURCE_GROUP,
-    /// LOG_ANALYTICS_WORKSPACE_ID; the operator's Azure CLI login).
+    /// `local` (localplane started for the run) or `azure`: the environment `labctl deploy`
+    /// created (SUBSCRIPTION_ID, RESOURCE_GROUP, LOG_ANALYTICS_WORKSPACE_ID from the environment
+    /// or .probelab/azure.json), with the Azure CLI login or a managed identity. Before anything
+    /// is deployed the run checks the settings, the identity's token, the environment and jobs,
+    /// and that the workspace answers, and says what is missing.
     #[arg(long, value_enum, default_value = "local")]
     pub target: Target,
     /// `full` (the file as written) or `quick` (the same shape in minutes).
@@ -180,6 +183,16 @@ pub struct RunArgs {
         value_parser = super::dashboard::parse_addr
     )]
     pub dashboard: Option<std::net::SocketAddr>,
+    /// Target azure: pull the logs once no Log Analytics table's row count has grown for this
+    /// long (ingestion lags the containers by 20 s to 3 min; e.g. 120s, 2m).
+    #[arg(long, env = "PROBELAB_LOGS_SETTLE", default_value = "120s",
+        value_parser = labkit::config::parse_duration, value_name = "DURATION")]
+    pub logs_settle: Duration,
+    /// Target azure: the longest wait for the counts to settle; then what has arrived is pulled
+    /// and the progress says so.
+    #[arg(long, env = "PROBELAB_LOGS_SETTLE_TIMEOUT", default_value = "15m",
+        value_parser = labkit::config::parse_duration, value_name = "DURATION")]
+    pub logs_settle_timeout: Duration,
     /// Multiply every duration of the schedule (for tests; the rule is never scaled).
     #[arg(long, default_value_t = 1.0, hide = true)]
     pub time_scale: f64,
@@ -537,6 +550,10 @@ fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
     opts.ready_timeout = a.ready_timeout;
     opts.start_mode = a.mode;
     opts.time_scale = a.time_scale;
+    opts.logs_settle = runner::azure::Settle {
+        settle: a.logs_settle,
+        timeout: a.logs_settle_timeout,
+    };
     opts.progress = match a.progress {
         Progress::Auto => ProgressMode::Auto,
         Progress::Plain => ProgressMode::Plain,

@@ -1,0 +1,194 @@
+//! An HTTPS front for a plain-HTTP test server (localplane's ARM API, the Log Analytics
+//! stand-in): a throw-away certificate authority, a leaf for `127.0.0.1` it signed, and a
+//! reverse proxy on 127.0.0.1 that terminates TLS, records every request (method, path and
+//! query, the `Authorization` header) and forwards it unchanged to the backend.
+//!
+//! The CA is handed to a client the way a user hands one over: [`TestCa::write_pem`] writes it
+//! to a file for `SSL_CERT_FILE` (rustls' platform verifier, which reqwest and azure_core use,
+//! then trusts it for that process and nothing else changes).
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+/// A certificate authority made for one test, and a server config for `127.0.0.1` it signed.
+pub struct TestCa {
+    pem: String,
+    server: Arc<rustls::ServerConfig>,
+}
+
+impl TestCa {
+    /// A new CA and leaf (`127.0.0.1`, as an IP subject alternative name).
+    pub fn new() -> Result<TestCa, String> {
+        let e = |what: &str, err: &dyn std::fmt::Display| format!("test CA: {what}: {err}");
+        let mut ca_params =
+            CertificateParams::new(Vec::<String>::new()).map_err(|x| e("params", &x))?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_key = KeyPair::generate().map_err(|x| e("CA key", &x))?;
+        let ca_cert = ca_params
+            .self_signed(&ca_key)
+            .map_err(|x| e("CA cert", &x))?;
+        let issuer = Issuer::new(ca_params, ca_key);
+        let leaf_key = KeyPair::generate().map_err(|x| e("leaf key", &x))?;
+        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+            .map_err(|x| e("leaf params", &x))?
+            .signed_by(&leaf_key, &issuer)
+            .map_err(|x| e("leaf cert", &x))?;
+        let server = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|x| e("protocols", &x))?
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(leaf.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
+        )
+        .map_err(|x| e("server config", &x))?;
+        Ok(TestCa {
+            pem: ca_cert.pem(),
+            server: Arc::new(server),
+        })
+    }
+
+    /// The CA certificate, PEM.
+    pub fn pem(&self) -> &str {
+        &self.pem
+    }
+
+    /// Writes the CA certificate to `path` (for `SSL_CERT_FILE`).
+    pub fn write_pem(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::write(path, &self.pem)
+    }
+}
+
+/// One request the front forwarded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub method: String,
+    /// Path and query, as sent.
+    pub path: String,
+    /// The `Authorization` header, verbatim.
+    pub authorization: Option<String>,
+    /// The status the backend answered (502 when it could not be reached).
+    pub status: u16,
+}
+
+/// The running front; stops when dropped.
+pub struct HttpsFront {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HttpsFront {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl HttpsFront {
+    /// Listens on 127.0.0.1 (a free port) with `ca`'s leaf and forwards to `backend` (plain
+    /// HTTP on 127.0.0.1).
+    pub async fn start(ca: &TestCa, backend: SocketAddr) -> std::io::Result<HttpsFront> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let acceptor = tokio_rustls::TlsAcceptor::from(ca.server.clone());
+        let client: Client<HttpConnector, Full<Bytes>> =
+            Client::builder(TokioExecutor::new()).build_http();
+        let log = seen.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, client, log) = (acceptor.clone(), client.clone(), log.clone());
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let svc = hyper::service::service_fn(move |req| {
+                        forward(req, backend, client.clone(), log.clone())
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), svc)
+                        .await;
+                });
+            }
+        });
+        Ok(HttpsFront { addr, seen, task })
+    }
+
+    /// `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.addr.port())
+    }
+
+    /// Every request forwarded so far, in order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+async fn forward(
+    req: hyper::Request<Incoming>,
+    backend: SocketAddr,
+    client: Client<HttpConnector, Full<Bytes>>,
+    log: Arc<Mutex<Vec<Seen>>>,
+) -> Result<hyper::Response<Full<Bytes>>, std::convert::Infallible> {
+    let (parts, body) = req.into_parts();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    let mut seen = Seen {
+        method: parts.method.to_string(),
+        path: path.clone(),
+        authorization: parts
+            .headers
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        status: 502,
+    };
+    let bad_gateway = |msg: String| {
+        let mut r = hyper::Response::new(Full::new(Bytes::from(msg)));
+        *r.status_mut() = hyper::StatusCode::BAD_GATEWAY;
+        r
+    };
+    let answer = async {
+        let body = body
+            .collect()
+            .await
+            .map_err(|e| format!("request body: {e}"))?
+            .to_bytes();
+        let uri: hyper::Uri = format!("http://{backend}{path}")
+            .parse()
+            .map_err(|e| format!("uri: {e}"))?;
+        let mut out = hyper::Request::from_parts(parts, Full::new(body));
+        *out.uri_mut() = uri;
+        let resp = client
+            .request(out)
+            .await
+            .map_err(|e| format!("backend: {e}"))?;
+        let (parts, body) = resp.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(|e| format!("response body: {e}"))?
+            .to_bytes();
+        Ok::<_, String>(hyper::Response::from_parts(parts, Full::new(body)))
+    }
+    .await;
+    let resp = answer.unwrap_or_else(bad_gateway);
+    seen.status = resp.status().as_u16();
+    log.lock().unwrap_or_else(|p| p.into_inner()).push(seen);
+    Ok(resp)
+}
