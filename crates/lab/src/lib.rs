@@ -114,7 +114,7 @@ pub fn parse(text: &str, path: &Path, profile: &str) -> Result<Lab, LabError> {
     let merged = profile::apply(doc, profile).map_err(|defined| LabError::UnknownProfile {
         path: path.to_owned(),
         profile: profile.to_owned(),
-        defined,
+        defined: defined.to_string(),
     })?;
     let lab: Lab = serde_path_to_error::deserialize(toml::Value::Table(merged)).map_err(
         |e: serde_path_to_error::Error<toml::de::Error>| {
