@@ -47,11 +47,8 @@ use crate::ts::{iso_ms, iso_s};
 /// Errors that stop an analysis (unparseable input lines never do).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("lab file {path}: {msg}")]
     Lab { path: String, msg: String },
     #[error("invalid rule: {0}")]
@@ -78,7 +75,7 @@ impl Error {
     pub fn io(path: &Path, source: std::io::Error) -> Error {
         Error::Io {
             path: path.display().to_string(),
-            source,
+            error: source,
         }
     }
 }

@@ -15,9 +15,12 @@
 //! - [`Rule::DockerGate`] ([`docker`]): every test target that touches Docker reaches
 //!   `testkit::docker::require_docker`, and only testkit reads `PROBELAB_SKIP_DOCKER`.
 //! - [`Rule::ModuleDoc`] ([`source`]): every `.rs` file of a crate starts with a `//!` line.
+//! - [`Rule::ErrorContext`] ([`errors`]): a thiserror message never prints the field that is
+//!   also the error's source (the cause would print twice in labctl's `{e:#}` chain).
 
 pub mod deps;
 pub mod docker;
+pub mod errors;
 pub mod lexer;
 pub mod source;
 pub mod tree;
@@ -36,6 +39,7 @@ pub enum Rule {
     Unsafe,
     DockerGate,
     ModuleDoc,
+    ErrorContext,
 }
 
 /// One broken rule, at a place in the tree.
@@ -83,6 +87,7 @@ pub fn check(root: &Path) -> Result<Vec<Violation>, TidyError> {
     found.extend(deps::check(&ws));
     found.extend(source::check(&ws));
     found.extend(docker::check(&ws));
+    found.extend(errors::check(&ws));
     found.sort_by(|a, b| (&a.path, a.line, a.rule).cmp(&(&b.path, b.line, b.rule)));
     Ok(found)
 }

@@ -305,3 +305,18 @@ fn a_module_without_its_doc_line_fails() {
     });
     assert_eq!(found.len(), 1, "{found:?}");
 }
+
+#[test]
+fn a_cause_printed_twice_fails() {
+    let found = planted(Rule::ErrorContext, |root| {
+        edit(
+            root,
+            "crates/core/src/lib.rs",
+            "pub fn f()",
+            "#[derive(Debug, thiserror::Error)]\npub enum Error {\n    \
+             #[error(\"{path}: {source}\")]\n    Io { path: String, source: std::io::Error },\n}\n\
+             pub fn f()",
+        );
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+}
