@@ -66,7 +66,6 @@ fn an_error_prints_each_cause_once() {
             "/nonexistent/lab.toml",
             &fixture("k-minus-one.ndjson").display().to_string(),
         ][..],
-        &["lab", "show", "/nonexistent/lab.toml"][..],
     ] {
         let (code, text) = labctl(args);
         assert_eq!(code, 1, "{args:?}: {text}");
