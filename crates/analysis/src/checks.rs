@@ -64,7 +64,7 @@ pub struct CheckResult {
 pub struct Inputs<'a> {
     pub acc: &'a Acc,
     /// `runs.json`, or why it could not be read.
-    pub runs: Result<&'a RunsFile, &'a str>,
+    pub runs: Result<&'a RunsFile, &'a crate::NoRuns>,
     pub q2: &'a [BucketRow],
     pub q2_name: &'a str,
 }

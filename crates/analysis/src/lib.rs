@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 pub use events::EventSummary;
 pub use evidence::{Level, Statement};
 pub use lab::LabFile;
-pub use rule::{BucketRow, Rule, RunSummary, Streak};
+pub use rule::{BucketRow, Rule, RuleError, RunSummary, Streak};
 pub use runs::RunsFile;
 pub use table::Table;
 pub use verdict::{Gate, Outcome, Verdict};
@@ -47,26 +47,35 @@ use crate::ts::{iso_ms, iso_s};
 /// Errors that stop an analysis (unparseable input lines never do).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("lab file {path}: {msg}")]
     Lab { path: String, msg: String },
     #[error("invalid rule: {0}")]
-    Rule(String),
+    Rule(rule::RuleError),
     #[error("no input files found in {0}")]
     NoInputs(String),
     #[error("{0}")]
     Internal(String),
 }
 
+/// Why an analysis has no `runs.json` (an observation lab's checks are then `invalid`, and the
+/// fired events unknown).
+#[derive(Debug, thiserror::Error)]
+pub enum NoRuns {
+    #[error("no runs.json given")]
+    NotGiven,
+    #[error("no runs.json beside the lab file or in the input directories")]
+    NotFound,
+    #[error(transparent)]
+    Unreadable(#[from] Error),
+}
+
 impl Error {
     pub fn io(path: &Path, source: std::io::Error) -> Error {
         Error::Io {
             path: path.display().to_string(),
-            source,
+            error: source,
         }
     }
 }
@@ -86,7 +95,7 @@ pub struct Analysis {
     pub lab: LabFile,
     pub lab_path: Option<PathBuf>,
     /// The runner's `runs.json`, or why there is none (read by an observation lab's checks).
-    pub runs_file: Result<RunsFile, String>,
+    pub runs_file: Result<RunsFile, NoRuns>,
     pub cap: Option<Level>,
     pub files: Vec<PathBuf>,
     pub acc: Acc,
@@ -142,7 +151,7 @@ pub fn analyze(inputs: &[PathBuf], opts: &Options) -> Result<Analysis, Error> {
 }
 
 /// `runs.json` beside the lab file, else in the first input directory that has one.
-pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsFile, String> {
+pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsFile, NoRuns> {
     let beside_lab = lab_path
         .and_then(Path::parent)
         .map(|d| d.join(runs::RUNS_FILE));
@@ -156,8 +165,8 @@ pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsFile
         )
         .find(|p| p.is_file());
     match path {
-        None => Err("no runs.json beside the lab file or in the input directories".into()),
-        Some(p) => RunsFile::read(&p).map_err(|e| e.to_string()),
+        None => Err(NoRuns::NotFound),
+        Some(p) => Ok(RunsFile::read(&p)?),
     }
 }
 
@@ -171,7 +180,7 @@ pub fn compute(
     rule: Rule,
     files: Vec<PathBuf>,
 ) -> Analysis {
-    let runs = Err("no runs.json given".to_owned());
+    let runs = Err(NoRuns::NotGiven);
     compute_with_runs(acc, lab, lab_path, runs, cap, rule, files)
 }
 
@@ -180,7 +189,7 @@ pub fn compute_with_runs(
     acc: Acc,
     lab: LabFile,
     lab_path: Option<PathBuf>,
-    runs_file: Result<RunsFile, String>,
+    runs_file: Result<RunsFile, NoRuns>,
     cap: Option<Level>,
     rule: Rule,
     files: Vec<PathBuf>,
@@ -216,14 +225,14 @@ pub fn compute_with_runs(
         rule: &rule,
         q2: &q2,
         q2_name: &q2_name,
-        runs: runs_file.as_ref().map_err(String::as_str),
+        runs: runs_file.as_ref(),
         summaries: &runs,
         events: &events,
     };
     let (gates, verdict) = if lab.is_observation() {
         let inp = checks::Inputs {
             acc: &acc,
-            runs: runs_file.as_ref().map_err(String::as_str),
+            runs: runs_file.as_ref(),
             q2: &q2,
             q2_name: &q2_name,
         };

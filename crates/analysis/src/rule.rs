@@ -37,11 +37,24 @@ pub fn default_judged_phases() -> Vec<String> {
         .collect()
 }
 
+/// A rule that cannot judge anything.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum RuleError {
+    #[error(transparent)]
+    Window(#[from] labkit::config::ConfigError),
+    #[error("the rule window must be at least 1 s")]
+    ZeroWindow,
+    #[error("K (consecutive) must be at least 1")]
+    ZeroConsecutive,
+    #[error("the threshold must be a percentage >= 0")]
+    Threshold,
+}
+
 impl Rule {
     /// The lab's `[rule]` over the command-line values (the lab is the pre-registration).
-    pub fn with_lab(mut self, lab: &LabFile) -> Result<Rule, String> {
+    pub fn with_lab(mut self, lab: &LabFile) -> Result<Rule, RuleError> {
         if let Some(w) = &lab.rule.window {
-            let d = labkit::config::parse_duration(w).map_err(|e| e.to_string())?;
+            let d = labkit::config::parse_duration(w)?;
             self.window_s = d.as_secs();
         }
         if let Some(w) = lab.rule.window_s {
@@ -60,15 +73,15 @@ impl Rule {
         Ok(self)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         if self.window_s == 0 {
-            return Err("the rule window must be at least 1 s".into());
+            return Err(RuleError::ZeroWindow);
         }
         if self.consecutive == 0 {
-            return Err("K (consecutive) must be at least 1".into());
+            return Err(RuleError::ZeroConsecutive);
         }
         if !self.threshold_pct.is_finite() || self.threshold_pct < 0.0 {
-            return Err("the threshold must be a percentage >= 0".into());
+            return Err(RuleError::Threshold);
         }
         Ok(())
     }

@@ -113,8 +113,8 @@ impl RunsFile {
         Self::parse(&text).map_err(|e| Error::Internal(format!("{}: {e}", path.display())))
     }
 
-    pub fn parse(text: &str) -> Result<RunsFile, String> {
-        serde_json::from_str(text).map_err(|e| e.to_string())
+    pub fn parse(text: &str) -> Result<RunsFile, serde_json::Error> {
+        serde_json::from_str(text)
     }
 
     pub fn step(&self, name: &str) -> Option<&StepRec> {

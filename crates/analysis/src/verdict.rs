@@ -39,7 +39,7 @@ pub struct Ctx<'a> {
     pub q2: &'a [BucketRow],
     pub q2_name: &'a str,
     /// `runs.json`, or why there is none.
-    pub runs: Result<&'a RunsFile, &'a str>,
+    pub runs: Result<&'a RunsFile, &'a crate::NoRuns>,
     /// Q1's per-run summaries (with the bucket/req cross-check).
     pub summaries: &'a [RunSummary],
     /// Every fired event of `runs.json`, evaluated.
@@ -508,7 +508,11 @@ fn headroom_gate(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Gate {
     }
 }
 
-fn perturbations_gate(events: &[Event], lab: &LabFile, runs: Result<&RunsFile, &str>) -> Gate {
+fn perturbations_gate(
+    events: &[Event],
+    lab: &LabFile,
+    runs: Result<&RunsFile, &crate::NoRuns>,
+) -> Gate {
     let required = lab.preconditions.perturbations_observed;
     let observed = events.iter().filter(|e| e.summary.observed).count();
     let entries: Vec<Value> = events.iter().map(Event::to_json).collect();
@@ -615,7 +619,7 @@ fn perturbations_gate(events: &[Event], lab: &LabFile, runs: Result<&RunsFile, &
 pub fn data_complete_gate(
     acc: &Acc,
     summaries: &[RunSummary],
-    runs: Result<&RunsFile, &str>,
+    runs: Result<&RunsFile, &crate::NoRuns>,
 ) -> Gate {
     let mut problems = Vec::new();
     let mut checks = Vec::new();

@@ -366,7 +366,7 @@ impl ArmClient {
             Ok(Err(e)) => {
                 return Err(ArmError::Transport {
                     operation: operation.to_owned(),
-                    source: e.without_url(),
+                    error: e.without_url(),
                 });
             }
             Ok(Ok(x)) => x,
@@ -789,14 +789,14 @@ pub fn fresh_revision_suffix() -> String {
 fn to_value<T: Serialize>(v: &T) -> Result<serde_json::Value, ArmError> {
     serde_json::to_value(v).map_err(|source| ArmError::Decode {
         operation: "encode".into(),
-        source,
+        error: source,
     })
 }
 
 fn decode<T: DeserializeOwned>(operation: &str, body: &[u8]) -> Result<T, ArmError> {
     serde_json::from_slice(body).map_err(|source| ArmError::Decode {
         operation: operation.to_owned(),
-        source,
+        error: source,
     })
 }
 

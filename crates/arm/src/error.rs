@@ -19,18 +19,16 @@ pub enum ArmError {
     #[error("{operation}: no answer within {after:?}")]
     Timeout { operation: String, after: Duration },
     /// The connection failed (refused, reset, TLS, ...).
-    #[error("{operation}: transport error: {source}")]
+    #[error("{operation}: transport error: {error}")]
     Transport {
         operation: String,
-        #[source]
-        source: reqwest::Error,
+        error: reqwest::Error,
     },
     /// The answer was not the JSON we expected.
-    #[error("{operation}: cannot decode the answer: {source}")]
+    #[error("{operation}: cannot decode the answer: {error}")]
     Decode {
         operation: String,
-        #[source]
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     /// No token could be had. The message never contains a token.
     #[error("token: {0}")]

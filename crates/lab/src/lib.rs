@@ -35,10 +35,10 @@ use std::path::{Path, PathBuf};
 /// Why a lab file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
-    #[error("cannot read lab file {path}: {source}")]
+    #[error("cannot read lab file {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: not valid TOML: {msg}")]
     Toml { path: PathBuf, msg: String },
@@ -92,7 +92,7 @@ impl LabError {
 pub fn load(path: &Path, profile: &str) -> Result<Lab, LabError> {
     let text = std::fs::read_to_string(path).map_err(|source| LabError::Read {
         path: path.to_owned(),
-        source,
+        error: source,
     })?;
     parse(&text, path, profile)
 }
@@ -114,7 +114,7 @@ pub fn parse(text: &str, path: &Path, profile: &str) -> Result<Lab, LabError> {
     let merged = profile::apply(doc, profile).map_err(|defined| LabError::UnknownProfile {
         path: path.to_owned(),
         profile: profile.to_owned(),
-        defined,
+        defined: defined.to_string(),
     })?;
     let lab: Lab = serde_path_to_error::deserialize(toml::Value::Table(merged)).map_err(
         |e: serde_path_to_error::Error<toml::de::Error>| {

@@ -23,10 +23,18 @@ use crate::validate::Problem;
 /// The profile that means "the file as written" when the file does not define it.
 pub const FULL: &str = "full";
 
+/// A profile the lab file does not define. Its message is the list of those it does (sorted,
+/// `full` included), for the caller to put after the file and the profile it names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .defined.join(", "))]
+pub struct UndefinedProfile {
+    pub defined: Vec<String>,
+}
+
 /// Removes `profiles` from `doc` and merges the named one over the rest.
 ///
 /// Errors with the list of defined profiles when `name` is unknown (and is not `full`).
-pub fn apply(mut doc: Table, name: &str) -> Result<Table, String> {
+pub fn apply(mut doc: Table, name: &str) -> Result<Table, UndefinedProfile> {
     let profiles = match doc.remove("profiles") {
         Some(Value::Table(t)) => t,
         _ => Table::new(),
@@ -38,12 +46,12 @@ pub fn apply(mut doc: Table, name: &str) -> Result<Table, String> {
         }
         _ if name == FULL => Ok(doc),
         _ => {
-            let mut defined: Vec<&str> = profiles.keys().map(String::as_str).collect();
-            if !defined.contains(&FULL) {
-                defined.push(FULL);
+            let mut defined: Vec<String> = profiles.keys().cloned().collect();
+            if !defined.iter().any(|d| d == FULL) {
+                defined.push(FULL.to_owned());
             }
             defined.sort_unstable();
-            Err(defined.join(", "))
+            Err(UndefinedProfile { defined })
         }
     }
 }
@@ -321,6 +329,9 @@ mod tests {
 
     #[test]
     fn unknown_profiles_list_the_defined_ones() {
-        assert_eq!(apply(doc(BASE), "slow").unwrap_err(), "full, quick");
+        assert_eq!(
+            apply(doc(BASE), "slow").unwrap_err().to_string(),
+            "full, quick"
+        );
     }
 }

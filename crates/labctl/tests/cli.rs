@@ -52,6 +52,31 @@ fn errors_exit_1_with_the_cause() {
     assert!(text.contains("/nonexistent/logs.ndjson"), "{text}");
 }
 
+/// A cause is printed once: `{e:#}` prints the message and then every source, so an error whose
+/// message already names its cause must not also return it as the source (regression: `lab
+/// file: No such file or directory (os error 2): No such file or directory (os error 2)`).
+#[test]
+fn an_error_prints_each_cause_once() {
+    let missing = "No such file or directory";
+    for args in [
+        &["analyze", "/nonexistent/logs.ndjson"][..],
+        &[
+            "analyze",
+            "--lab",
+            "/nonexistent/lab.toml",
+            &fixture("k-minus-one.ndjson").display().to_string(),
+        ][..],
+    ] {
+        let (code, text) = labctl(args);
+        assert_eq!(code, 1, "{args:?}: {text}");
+        assert_eq!(
+            text.matches(missing).count(),
+            1,
+            "{args:?} prints the cause once: {text}"
+        );
+    }
+}
+
 #[test]
 fn help_teaches_the_inputs_and_the_exit_codes() {
     let (code, text) = labctl(&["--help"]);

@@ -72,10 +72,10 @@ impl fmt::Display for Timestamp {
 
 /// Why a timestamp did not parse.
 #[derive(Debug, thiserror::Error)]
-#[error("not an RFC 3339 timestamp: {input:?} ({source})")]
+#[error("not an RFC 3339 timestamp: {input:?} ({error})")]
 pub struct TimestampError {
     input: String,
-    source: chrono::ParseError,
+    error: chrono::ParseError,
 }
 
 impl FromStr for Timestamp {
@@ -85,7 +85,7 @@ impl FromStr for Timestamp {
             .map(|t| Timestamp(t.with_timezone(&Utc)))
             .map_err(|source| TimestampError {
                 input: s.to_owned(),
-                source,
+                error: source,
             })
     }
 }

@@ -214,9 +214,19 @@ pub struct Config {
     pub echo: serde_json::Value,
 }
 
+/// Why [`Config::from_args`] gave no configuration: the flags do not parse, or they do and
+/// cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgsError {
+    #[error(transparent)]
+    Flags(#[from] clap::Error),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
 impl Config {
     /// Parses flags (and env) the way the binary does; for tests.
-    pub fn from_args<I, T>(args: I) -> anyhow::Result<Config>
+    pub fn from_args<I, T>(args: I) -> Result<Config, ArgsError>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,

@@ -28,7 +28,7 @@ const BUF_BYTES: usize = 4096;
 pub enum ExchangeError {
     /// Writing the request failed: the server cannot have acted on it.
     #[error("sending the request: {0}")]
-    NotSent(#[source] std::io::Error),
+    NotSent(std::io::Error),
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The server closed the connection before the response was complete.

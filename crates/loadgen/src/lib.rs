@@ -38,7 +38,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{HttpClient, status_class};
-pub use crate::config::{Args, Config, ConfigError};
+pub use crate::config::{Args, ArgsError, Config, ConfigError};
 use crate::config::{LogRequests, Model, ScenarioConfig, StatusSet};
 use crate::pacer::Pacer;
 use crate::profile::Profile;

@@ -17,15 +17,26 @@
 //! timer ticks, at most one wake-up per slack instead of one per tick. A wait never ends before
 //! its due time.
 
+use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 /// Waits until absolute instants, as precisely as the platform allows.
 pub struct Pacer {
+    slack: Slack,
+    timer: Timer,
+}
+
+/// The slack's decisions: when to wake for a due time, given the last wake.
+struct Slack {
     slack: Duration,
     /// When the last wait ended: the next wake is at least `slack` later.
     last_wake: Option<Instant>,
+}
+
+/// The sleep itself: the timerfd, or tokio's timer.
+struct Timer {
     #[cfg(target_os = "linux")]
     fd: Option<linux::TimerFd>,
 }
@@ -35,12 +46,18 @@ impl Pacer {
     /// called inside a tokio runtime (the timerfd is registered with its I/O driver).
     pub fn new(slack: Duration) -> Pacer {
         Pacer {
-            slack,
-            last_wake: None,
-            #[cfg(target_os = "linux")]
-            fd: linux::TimerFd::new()
-                .map_err(|e| tracing::debug!(error = %e, "no timerfd, pacing with tokio's timer"))
-                .ok(),
+            slack: Slack {
+                slack,
+                last_wake: None,
+            },
+            timer: Timer {
+                #[cfg(target_os = "linux")]
+                fd: linux::TimerFd::new()
+                    .map_err(
+                        |e| tracing::debug!(error = %e, "no timerfd, pacing with tokio's timer"),
+                    )
+                    .ok(),
+            },
         }
     }
 
@@ -48,7 +65,7 @@ impl Pacer {
     pub fn is_precise(&self) -> bool {
         #[cfg(target_os = "linux")]
         {
-            self.fd.is_some()
+            self.timer.fd.is_some()
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -59,11 +76,27 @@ impl Pacer {
     /// Returns at `due` or after it, but not later than `due` + slack (plus scheduling delay);
     /// at once when `due` has passed. Cancel-safe: dropping the future leaves the pacer usable.
     pub async fn wait_until(&mut self, due: Instant) {
-        if due <= Instant::now() {
+        let timer = &mut self.timer;
+        self.slack
+            .wait(due, Instant::now(), |at| timer.sleep_until(at))
+            .await;
+    }
+}
+
+impl Slack {
+    /// The pacer's loop, with the clock reading (`now`) and the sleep given: returns at once
+    /// when `due` is not after `now`, else sleeps until [`Slack::next_wake`] and records that
+    /// wake once the sleep has ended (a dropped wait records nothing).
+    async fn wait<F, Fut>(&mut self, due: Instant, now: Instant, sleep: F)
+    where
+        F: FnOnce(Instant) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        if due <= now {
             return;
         }
         let wake = self.next_wake(due);
-        self.sleep_until(wake).await;
+        sleep(wake).await;
         self.last_wake = Some(wake);
     }
 
@@ -75,7 +108,9 @@ impl Pacer {
             None => due,
         }
     }
+}
 
+impl Timer {
     async fn sleep_until(&mut self, at: Instant) {
         #[cfg(target_os = "linux")]
         if let Some(fd) = &mut self.fd {
@@ -208,36 +243,59 @@ mod tests {
         assert!(Instant::now() >= at);
     }
 
+    /// Runs the pacer's own loop ([`Slack::wait`], which [`Pacer::wait_until`] runs with the
+    /// real clock and timer) on a clock that stands at the last wake: each sleep ends exactly
+    /// at the instant asked. Returns, per request, when it was sent, and the wakes.
+    async fn pace(
+        slack: Duration,
+        start: Instant,
+        dues: &[Instant],
+    ) -> (Vec<Instant>, Vec<Instant>) {
+        let mut pacer = Slack {
+            slack,
+            last_wake: None,
+        };
+        let mut now = start;
+        let mut wakes = Vec::new();
+        let mut sent = Vec::new();
+        for &due in dues {
+            pacer
+                .wait(due, now, |at| {
+                    wakes.push(at);
+                    now = at;
+                    std::future::ready(())
+                })
+                .await;
+            sent.push(now);
+        }
+        (sent, wakes)
+    }
+
     /// The slack's contract: wakes are at least a slack apart, and no request waits a slack or
     /// more past its due time; with no slack every request gets its own wake-up at its due time.
     #[tokio::test(flavor = "current_thread")]
     async fn slack_batches_wakes_and_bounds_lateness() {
         let slack = Duration::from_millis(1);
-        let mut pacer = Pacer::new(slack);
-        let t0 = Instant::now();
-        let mut wakes = Vec::new();
-        // 10,000 RPS for 10 ms, decided without sleeping: each due time is taken as "now" once
-        // the wake that covers it has happened.
-        for i in 0..100u32 {
-            let due = t0 + Duration::from_micros(100) * i;
-            if pacer.last_wake.is_some_and(|w| due <= w) {
-                continue; // already due at the last wake: sent in that batch
-            }
-            let wake = pacer.next_wake(due);
-            assert!(wake >= due, "request {i} sent early");
-            assert!(wake - due < slack, "request {i} waited a slack or more");
-            if let Some(last) = pacer.last_wake {
-                assert!(wake - last >= slack, "wakes closer than the slack");
-            }
-            pacer.last_wake = Some(wake);
-            wakes.push(wake);
+        let start = Instant::now();
+        let t0 = start + Duration::from_millis(1);
+        // 10,000 RPS for 10 ms, from 1 ms after the pacer starts.
+        let dues: Vec<Instant> = (0..100u32)
+            .map(|i| t0 + Duration::from_micros(100) * i)
+            .collect();
+        let (sent, wakes) = pace(slack, start, &dues).await;
+        for (i, (&due, &at)) in dues.iter().zip(&sent).enumerate() {
+            assert!(at >= due, "request {i} sent early");
+            assert!(at - due < slack, "request {i} waited a slack or more");
+        }
+        for pair in wakes.windows(2) {
+            assert!(pair[1] - pair[0] >= slack, "wakes closer than the slack");
         }
         // The first request at its due time (0 ms), then a wake every millisecond to 10 ms.
+        assert_eq!(wakes.first(), Some(&t0));
         assert_eq!(wakes.len(), 11, "one wake per millisecond at 10,000 RPS");
 
-        let mut exact = Pacer::new(Duration::ZERO);
-        exact.last_wake = Some(t0);
-        let due = t0 + Duration::from_micros(100);
-        assert_eq!(exact.next_wake(due), due, "no slack: wake at the due time");
+        let (sent, wakes) = pace(Duration::ZERO, start, &dues[..5]).await;
+        assert_eq!(sent, dues[..5], "no slack: each request at its due time");
+        assert_eq!(wakes, dues[..5], "no slack: one wake per request");
     }
 }

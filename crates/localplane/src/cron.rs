@@ -14,7 +14,20 @@ pub struct Cron {
     dow_any: bool,
 }
 
-fn field(s: &str, min: u32, max: u32) -> Result<(Vec<bool>, bool), String> {
+/// A cron expression that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CronError {
+    #[error("expected 5 fields (minute hour day month weekday), got {0}")]
+    Fields(usize),
+    #[error("bad step in '{0}'")]
+    Step(String),
+    #[error("bad value '{0}'")]
+    Value(String),
+    #[error("'{part}' is outside {min}-{max}")]
+    Range { part: String, min: u32, max: u32 },
+}
+
+fn field(s: &str, min: u32, max: u32) -> Result<(Vec<bool>, bool), CronError> {
     let mut set = vec![false; (max + 1) as usize];
     let any = s == "*" || s == "?";
     for part in s.split(',') {
@@ -24,24 +37,32 @@ fn field(s: &str, min: u32, max: u32) -> Result<(Vec<bool>, bool), String> {
                 st.parse::<u32>()
                     .ok()
                     .filter(|x| *x > 0)
-                    .ok_or_else(|| format!("bad step in '{part}'"))?,
+                    .ok_or_else(|| CronError::Step(part.to_owned()))?,
             ),
             None => (part, 1),
         };
         let (lo, hi) = if range == "*" || range == "?" {
             (min, max)
         } else if let Some((a, b)) = range.split_once('-') {
-            let a = a.parse::<u32>().map_err(|_| format!("bad value '{a}'"))?;
-            let b = b.parse::<u32>().map_err(|_| format!("bad value '{b}'"))?;
+            let a = a
+                .parse::<u32>()
+                .map_err(|_| CronError::Value(a.to_owned()))?;
+            let b = b
+                .parse::<u32>()
+                .map_err(|_| CronError::Value(b.to_owned()))?;
             (a, b)
         } else {
             let a = range
                 .parse::<u32>()
-                .map_err(|_| format!("bad value '{range}'"))?;
+                .map_err(|_| CronError::Value(range.to_owned()))?;
             (a, if part.contains('/') { max } else { a })
         };
         if lo < min || hi > max || lo > hi {
-            return Err(format!("'{part}' is outside {min}-{max}"));
+            return Err(CronError::Range {
+                part: part.to_owned(),
+                min,
+                max,
+            });
         }
         let mut v = lo;
         while v <= hi {
@@ -53,13 +74,10 @@ fn field(s: &str, min: u32, max: u32) -> Result<(Vec<bool>, bool), String> {
 }
 
 impl Cron {
-    pub fn parse(expr: &str) -> Result<Cron, String> {
+    pub fn parse(expr: &str) -> Result<Cron, CronError> {
         let f: Vec<&str> = expr.split_whitespace().collect();
         if f.len() != 5 {
-            return Err(format!(
-                "expected 5 fields (minute hour day month weekday), got {}",
-                f.len()
-            ));
+            return Err(CronError::Fields(f.len()));
         }
         let (minutes, _) = field(f[0], 0, 59)?;
         let (hours, _) = field(f[1], 0, 23)?;

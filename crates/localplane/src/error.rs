@@ -8,20 +8,20 @@ use http::StatusCode;
 /// What can go wrong starting or running localplane.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot bind {addr}: {source}")]
+    #[error("cannot bind {addr}: {error}")]
     Bind {
         addr: std::net::SocketAddr,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("state file {path} is not valid: {source}")]
+    #[error("state file {path} is not valid: {error}")]
     State {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     /// A listen address or token that would expose the ARM API (see [`crate::access`]).
     #[error("{0}")]

@@ -77,17 +77,17 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
     access.check_listen(cfg.listen)?;
     std::fs::create_dir_all(&cfg.state_dir).map_err(|source| Error::Io {
         path: cfg.state_dir.clone(),
-        source,
+        error: source,
     })?;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|source| Error::Bind {
             addr: cfg.listen,
-            source,
+            error: source,
         })?;
     let addr = listener.local_addr().map_err(|source| Error::Bind {
         addr: cfg.listen,
-        source,
+        error: source,
     })?;
     let (sink, sink_task) = logsink::start(&cfg.evidence_dir).await?;
     let (rt, docker) = match &cfg.runtime {
@@ -127,7 +127,7 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
             .await
             .map_err(|source| Error::Bind {
                 addr: SocketAddr::new(d.gateway, addr.port()),
-                source,
+                error: source,
             })?;
         let app2 = app.clone();
         let stop = server_stop.clone();
@@ -145,7 +145,7 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
             .await
             .map_err(|source| Error::Bind {
                 addr: SocketAddr::new(d.gateway, 80),
-                source,
+                error: source,
             })?;
         let p = plane.clone();
         let resolver: ingress::HostResolver = Arc::new(move |name: &str| {

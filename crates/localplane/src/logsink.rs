@@ -234,7 +234,7 @@ pub async fn start(
         .await
         .map_err(|source| crate::Error::Io {
             path: dir.clone(),
-            source,
+            error: source,
         })?;
     let open = |name: &str| {
         let path = dir.join(format!("{name}.ndjson"));
@@ -243,7 +243,10 @@ pub async fn start(
             .append(true)
             .open(&path)
             .map(|f| (f, path.clone()))
-            .map_err(|source| crate::Error::Io { path, source })
+            .map_err(|source| crate::Error::Io {
+                path,
+                error: source,
+            })
     };
     let console = open(CONSOLE_TABLE)?;
     let system = open(SYSTEM_TABLE)?;

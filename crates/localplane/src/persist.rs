@@ -65,11 +65,16 @@ pub fn restore(plane: &Arc<Plane>) -> Result<(), Error> {
     let text = match std::fs::read(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => return Err(Error::Io { path, source }),
+        Err(source) => {
+            return Err(Error::Io {
+                path,
+                error: source,
+            });
+        }
     };
     let doc: Value = serde_json::from_slice(&text).map_err(|source| Error::State {
         path: path.clone(),
-        source,
+        error: source,
     })?;
     let empty = Vec::new();
     let mut st = plane.lock();
@@ -151,7 +156,7 @@ pub fn restore(plane: &Arc<Plane>) -> Result<(), Error> {
                 .or_else(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
                 .map_err(|source| Error::Bind {
                     addr: std::net::SocketAddr::from(([127, 0, 0, 1], want)),
-                    source,
+                    error: source,
                 })?;
             crate::api::start_ingress(plane, &mut app, listener)
                 .map_err(|e| Error::Runtime(e.message))?;

@@ -66,13 +66,39 @@ impl Counter {
     }
 }
 
+/// A failed probe; its message is the one Container Apps prints (`Probe of <Kind> failed with
+/// ...`), `kind` being [`log_word`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeFailure {
+    /// Container Apps reports a failed TCP connect as status code 1, whatever the socket error.
+    #[error("Probe of {kind} failed with status code: 1")]
+    Tcp { kind: &'static str },
+    #[error("Probe of {kind} failed with {cause}")]
+    Http {
+        kind: &'static str,
+        cause: HttpFailure,
+    },
+    #[error("Probe of {kind} failed with timeout in {secs} seconds.")]
+    Timeout { kind: &'static str, secs: u64 },
+}
+
+/// Why an HTTP probe failed (printed inside [`ProbeFailure::Http`]'s message, so not a source).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpFailure {
+    #[error("connection error: {0}")]
+    Connection(String),
+    #[error("invalid request: {0}")]
+    Request(String),
+    #[error("status code: {0}")]
+    Status(u16),
+}
+
 /// Runs one probe against `host`, `port_override` replacing the probe's port when set.
-/// `Err` carries the message Container Apps prints (`Probe of <Kind> failed with ...`).
 pub async fn run_probe(
     probe: &Probe,
     host: IpAddr,
     port_override: Option<u16>,
-) -> Result<(), String> {
+) -> Result<(), ProbeFailure> {
     let kind = log_word(probe.kind);
     let secs = probe.timeout.as_secs();
     let fut = async {
@@ -84,7 +110,7 @@ pub async fn run_probe(
                 TcpStream::connect(addr)
                     .await
                     .map(|_| ())
-                    .map_err(|_| format!("Probe of {kind} failed with status code: 1"))
+                    .map_err(|_| ProbeFailure::Tcp { kind })
             }
             ProbeAction::Http {
                 path,
@@ -94,15 +120,13 @@ pub async fn run_probe(
                 let addr = SocketAddr::new(host, port_override.unwrap_or(*port));
                 http_get(addr, path, headers)
                     .await
-                    .map_err(|e| format!("Probe of {kind} failed with {e}"))
+                    .map_err(|cause| ProbeFailure::Http { kind, cause })
             }
         }
     };
     match tokio::time::timeout(probe.timeout, fut).await {
         Ok(r) => r,
-        Err(_) => Err(format!(
-            "Probe of {kind} failed with timeout in {secs} seconds."
-        )),
+        Err(_) => Err(ProbeFailure::Timeout { kind, secs }),
     }
 }
 
@@ -110,14 +134,14 @@ async fn http_get(
     addr: SocketAddr,
     path: &str,
     headers: &[(String, String)],
-) -> Result<(), String> {
+) -> Result<(), HttpFailure> {
     let stream = TcpStream::connect(addr)
         .await
-        .map_err(|e| format!("connection error: {e}"))?;
+        .map_err(|e| HttpFailure::Connection(e.to_string()))?;
     let io = hyper_util::rt::TokioIo::new(stream);
     let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(io)
         .await
-        .map_err(|e| format!("connection error: {e}"))?;
+        .map_err(|e| HttpFailure::Connection(e.to_string()))?;
     let conn_task = tokio::spawn(conn);
     let path = if path.starts_with('/') {
         path.to_string()
@@ -133,15 +157,15 @@ async fn http_get(
     }
     let req = req
         .body(Empty::<Bytes>::new())
-        .map_err(|e| format!("invalid request: {e}"))?;
+        .map_err(|e| HttpFailure::Request(e.to_string()))?;
     let result = sender.send_request(req).await;
     conn_task.abort();
-    let resp = result.map_err(|e| format!("connection error: {e}"))?;
+    let resp = result.map_err(|e| HttpFailure::Connection(e.to_string()))?;
     let code = resp.status().as_u16();
     if (200..400).contains(&code) {
         Ok(())
     } else {
-        Err(format!("status code: {code}"))
+        Err(HttpFailure::Status(code))
     }
 }
 
@@ -220,12 +244,15 @@ mod tests {
         let e = run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
             .await
             .unwrap_err();
-        assert_eq!(e, "Probe of Readiness failed with status code: 1");
+        assert_eq!(
+            e.to_string(),
+            "Probe of Readiness failed with status code: 1"
+        );
         p.kind = ProbeKind::Startup;
         let e = run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
             .await
             .unwrap_err();
-        assert_eq!(e, "Probe of StartUp failed with status code: 1");
+        assert_eq!(e.to_string(), "Probe of StartUp failed with status code: 1");
         p.kind = ProbeKind::Readiness;
 
         // An HTTP server answering 503.
@@ -256,7 +283,10 @@ mod tests {
         let e = run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
             .await
             .unwrap_err();
-        assert_eq!(e, "Probe of Readiness failed with status code: 503");
+        assert_eq!(
+            e.to_string(),
+            "Probe of Readiness failed with status code: 503"
+        );
         p.action = ProbeAction::Http {
             path: "/ok".into(),
             port,
@@ -274,6 +304,9 @@ mod tests {
         let e = run_probe(&p, IpAddr::from([127, 0, 0, 1]), None)
             .await
             .unwrap_err();
-        assert_eq!(e, "Probe of Liveness failed with timeout in 1 seconds.");
+        assert_eq!(
+            e.to_string(),
+            "Probe of Liveness failed with timeout in 1 seconds."
+        );
     }
 }

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::logsink::{Level, Owner, Sink};
 use crate::model::{ContainerSpec, Probe, ProbeKind};
-use crate::prober::{Counter, run_probe, sleep_or};
+use crate::prober::{Counter, ProbeFailure, run_probe, sleep_or};
 use crate::runtime::{LaunchSpec, Runtime, wait_exit};
 
 /// Kubelet's crash-loop back-off: first restart at once, then 10 s doubling to 300 s, reset
@@ -237,7 +237,7 @@ pub async fn supervise(
                 );
                 rep.update(idx, |s| {
                     s.running_state = "Waiting";
-                    s.details = e.clone();
+                    s.details = e.to_string();
                 });
                 continue;
             }
@@ -397,7 +397,7 @@ async fn run_container(
     launched: &crate::runtime::Launched,
     exit: &mut watch::Receiver<Option<i64>>,
 ) -> Outcome {
-    let (tx, mut rx) = mpsc::channel::<(ProbeKind, Result<(), String>)>(16);
+    let (tx, mut rx) = mpsc::channel::<(ProbeKind, Result<(), ProbeFailure>)>(16);
     let (started_tx, started_rx) = watch::channel(spec.probe(ProbeKind::Startup).is_none());
     let probes_stop = CancellationToken::new();
     let _guard = probes_stop.clone().drop_guard();
@@ -453,7 +453,7 @@ async fn run_container(
                     }
                 };
                 if let Err(msg) = &result {
-                    ctx.sink.system(&rep.owner, &rep.name, "ProbeFailed", Level::Warning, msg.clone());
+                    ctx.sink.system(&rep.owner, &rep.name, "ProbeFailed", Level::Warning, msg.to_string());
                 }
                 let ok = result.is_ok();
                 match kind {
@@ -493,7 +493,7 @@ async fn probe_worker(
     host: std::net::IpAddr,
     port_override: Option<u16>,
     mut started: watch::Receiver<bool>,
-    tx: mpsc::Sender<(ProbeKind, Result<(), String>)>,
+    tx: mpsc::Sender<(ProbeKind, Result<(), ProbeFailure>)>,
     stop: CancellationToken,
 ) {
     if !sleep_or(probe.initial_delay, &stop).await {

@@ -85,7 +85,7 @@ impl Timings {
     }
 
     /// Parses `fast`, `recorded` or `recorded:<factor>` (0 < factor ≤ 1).
-    pub fn parse(s: &str) -> Result<Timings, String> {
+    pub fn parse(s: &str) -> Result<Timings, TimingsError> {
         let s = s.trim();
         match s {
             "fast" => Ok(Timings::FAST),
@@ -95,22 +95,19 @@ impl Timings {
                     .strip_prefix("recorded:")
                     .and_then(|f| f.parse::<f64>().ok())
                     .filter(|f| *f > 0.0 && *f <= 1.0)
-                    .ok_or_else(|| {
-                        format!(
-                            "timings must be 'fast', 'recorded' or 'recorded:<factor>' with 0 < factor <= 1, got '{s}'"
-                        )
-                    })?;
+                    .ok_or_else(|| TimingsError::Unknown(s.to_owned()))?;
                 Ok(Timings::recorded(factor))
             }
         }
     }
 
     /// The default for apps without the tag: `LOCALPLANE_TIMINGS`, else `fast`.
-    pub fn from_env() -> Result<Timings, String> {
+    pub fn from_env() -> Result<Timings, TimingsError> {
         match std::env::var(ENV_TIMINGS) {
-            Ok(v) if !v.trim().is_empty() => {
-                Timings::parse(&v).map_err(|e| format!("{ENV_TIMINGS}: {e}"))
-            }
+            Ok(v) if !v.trim().is_empty() => Timings::parse(&v).map_err(|e| match e {
+                TimingsError::Unknown(got) => TimingsError::Env(got),
+                env => env,
+            }),
             _ => Ok(Timings::FAST),
         }
     }
@@ -122,6 +119,27 @@ impl Timings {
         } else {
             (current * 2).min(self.backoff_max)
         }
+    }
+}
+
+/// A timings value that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimingsError {
+    #[error(
+        "timings must be 'fast', 'recorded' or 'recorded:<factor>' with 0 < factor <= 1, got '{0}'"
+    )]
+    Unknown(String),
+    /// The same, read from `LOCALPLANE_TIMINGS`.
+    #[error(
+        "LOCALPLANE_TIMINGS: timings must be 'fast', 'recorded' or 'recorded:<factor>' with 0 < factor <= 1, got '{0}'"
+    )]
+    Env(String),
+}
+
+/// For callers that carry the message in an ARM error body (`ArmError::bad_request`).
+impl From<TimingsError> for String {
+    fn from(e: TimingsError) -> String {
+        e.to_string()
     }
 }
 

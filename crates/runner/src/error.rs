@@ -6,18 +6,20 @@ use std::path::PathBuf;
 pub enum RunError {
     #[error(transparent)]
     Lab(#[from] lab::LabError),
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error(transparent)]
     Arm(#[from] arm::ArmError),
     /// localplane's own message (transparent: `{:#}` would print it twice otherwise).
     #[error(transparent)]
     Localplane(#[from] localplane::Error),
+    /// The cause is in the message, so it is no `#[source]` (a chain would print it twice);
+    /// `From` is written out below for the same reason.
     #[error("analysis: {0}")]
-    Analysis(#[from] analysis::Error),
+    Analysis(analysis::Error),
     /// Something did not happen in time (an app never ready, a job never finished).
     #[error("timeout: {0}")]
     Timeout(String),
@@ -35,11 +37,17 @@ pub enum RunError {
     Interrupted,
 }
 
+impl From<analysis::Error> for RunError {
+    fn from(e: analysis::Error) -> RunError {
+        RunError::Analysis(e)
+    }
+}
+
 impl RunError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> RunError {
         RunError::Io {
             path: path.into(),
-            source,
+            error: source,
         }
     }
 }

@@ -33,13 +33,18 @@ pub enum StartMode {
     Override,
 }
 
+/// A start mode that is neither `update-then-start` nor `override`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?}: use update-then-start or override")]
+pub struct UnknownStartMode(pub String);
+
 impl std::str::FromStr for StartMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownStartMode;
+    fn from_str(s: &str) -> Result<Self, UnknownStartMode> {
         match s {
             "update-then-start" => Ok(StartMode::UpdateThenStart),
             "override" => Ok(StartMode::Override),
-            o => Err(format!("{o:?}: use update-then-start or override")),
+            o => Err(UnknownStartMode(o.to_owned())),
         }
     }
 }

@@ -264,7 +264,7 @@ impl Target {
         serde_json::from_slice(&resp.body).map_err(|e| {
             RunError::Arm(arm::ArmError::Decode {
                 operation: op.to_owned(),
-                source: e,
+                error: e,
             })
         })
     }

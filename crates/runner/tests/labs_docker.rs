@@ -34,7 +34,7 @@ async fn run(lab: &str, scale: f64) -> (runner::RunOutcome, Evidence) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_degraded_quick_holds() {
     let lab = labs().join("startup-degraded.toml");
-    if !docker_ready(&lab) {
+    if !docker_ready(&lab).await {
         return;
     }
     let (o, _dir) = run("startup-degraded", 1.0).await;
@@ -81,7 +81,7 @@ async fn startup_degraded_quick_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_degraded_misconfigured_quick_is_falsified() {
     let lab = labs().join("startup-degraded-misconfigured.toml");
-    if !docker_ready(&lab) {
+    if !docker_ready(&lab).await {
         return;
     }
     let (o, _dir) = run("startup-degraded-misconfigured", 1.0).await;

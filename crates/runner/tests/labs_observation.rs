@@ -39,7 +39,7 @@ use common::{Evidence, check_pack, docker_ready, labs, run_quick};
 /// Returns the outcome for lab-specific assertions.
 async fn run_and_check(lab: &str) -> Option<(runner::RunOutcome, Evidence)> {
     let path = labs().join(format!("{lab}.toml"));
-    if !docker_ready(&path) {
+    if !docker_ready(&path).await {
         return None;
     }
     let (o, out) = run_quick(lab, 1.0).await;

@@ -37,8 +37,15 @@ pub const EXIT_INTERRUPTED: u8 = 143;
 pub enum SetupError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The cause is in the message, so no `#[source]`/`#[from]` (a chain would print it twice).
     #[error("ARM client: {0}")]
-    Arm(#[from] ArmError),
+    Arm(ArmError),
+}
+
+impl From<ArmError> for SetupError {
+    fn from(e: ArmError) -> SetupError {
+        SetupError::Arm(e)
+    }
 }
 
 /// The ARM client `args` describe: token source chosen by `ARM_TOKEN_SOURCE` (the identity

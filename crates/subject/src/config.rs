@@ -100,46 +100,55 @@ fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
     Ok(Secret(s.to_owned()))
 }
 
+/// A value clap's parsers below reject (clap prints it after the flag or variable it names).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("{0:?} is not a concurrency cap: use a positive whole number, or 0 / unlimited")]
+    Concurrency(String),
+    #[error(
+        "{0:?} is not a capacity: use requests per second, a positive number up to 1000000 \
+         (unset the variable for no capacity model)"
+    )]
+    Capacity(String),
+    #[error("{0:?} is not a coefficient of variation: use a number from 0 (constant work) to 10")]
+    Cv(String),
+    #[error("{0:?} is not a positive number of seconds")]
+    Seconds(String),
+}
+
 /// `MAX_CONCURRENCY`: a positive number, or `0` / `unlimited` / empty for no cap (returned as 0).
-pub fn parse_max_concurrency(s: &str) -> Result<usize, String> {
+pub fn parse_max_concurrency(s: &str) -> Result<usize, ValueError> {
     let t = s.trim();
     if t.is_empty() || t.eq_ignore_ascii_case("unlimited") {
         return Ok(0);
     }
     match t.parse::<usize>() {
         Ok(n) if n <= tokio::sync::Semaphore::MAX_PERMITS => Ok(n),
-        _ => Err(format!(
-            "{s:?} is not a concurrency cap: use a positive whole number, or 0 / unlimited"
-        )),
+        _ => Err(ValueError::Concurrency(s.to_owned())),
     }
 }
 
 /// `CAPACITY_RPS`: a positive finite rate, at most 1,000,000 per second.
-pub fn parse_capacity_rps(s: &str) -> Result<f64, String> {
+pub fn parse_capacity_rps(s: &str) -> Result<f64, ValueError> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 1e6 => Ok(v),
-        _ => Err(format!(
-            "{s:?} is not a capacity: use requests per second, a positive number up to 1000000 \
-             (unset the variable for no capacity model)"
-        )),
+        _ => Err(ValueError::Capacity(s.to_owned())),
     }
 }
 
 /// `CAPACITY_CV`: a coefficient of variation, `0..=10`.
-pub fn parse_cv(s: &str) -> Result<f64, String> {
+pub fn parse_cv(s: &str) -> Result<f64, ValueError> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=crate::capacity::MAX_CV).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "{s:?} is not a coefficient of variation: use a number from 0 (constant work) to 10"
-        )),
+        _ => Err(ValueError::Cv(s.to_owned())),
     }
 }
 
 /// `MAX_REQUEST_SECONDS`: a positive finite number of seconds.
-pub fn parse_positive_seconds(s: &str) -> Result<f64, String> {
+pub fn parse_positive_seconds(s: &str) -> Result<f64, ValueError> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 1e9 => Ok(v),
-        _ => Err(format!("{s:?} is not a positive number of seconds")),
+        _ => Err(ValueError::Seconds(s.to_owned())),
     }
 }
 

@@ -49,8 +49,9 @@ pub struct Exit {
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The cause is in the message, so no `#[source]`/`#[from]` (a chain would print it twice).
     #[error("invalid configuration: {0}")]
-    Config(#[from] config::ConfigError),
+    Config(config::ConfigError),
     #[error("cannot listen on {addr}")]
     Bind {
         addr: SocketAddr,
@@ -61,6 +62,12 @@ pub enum RunError {
     Signals(#[source] std::io::Error),
     #[error("server failed")]
     Serve(#[source] std::io::Error),
+}
+
+impl From<config::ConfigError> for RunError {
+    fn from(e: config::ConfigError) -> RunError {
+        RunError::Config(e)
+    }
 }
 
 /// What the embedding program provides besides the configuration.

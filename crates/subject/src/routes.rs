@@ -225,17 +225,22 @@ async fn burn(d: Duration) {
     .await;
 }
 
+/// A `seconds` query parameter `/delay`, `/slow` and `/cpu` refuse; the message of the 400.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum SecondsError {
+    #[error("query parameter seconds is required, e.g. ?seconds=5")]
+    Missing,
+    #[error("seconds must be a number between 0 and {max} (MAX_REQUEST_SECONDS), got {raw:?}")]
+    OutOfRange { raw: String, max: f64 },
+}
+
 /// Parses `seconds` for `/delay`, `/slow`, `/cpu`: a finite number in `0..=MAX_REQUEST_SECONDS`.
-/// `Err` is the message for a 400.
-fn seconds(state: &AppState, query: Option<&str>) -> Result<Duration, String> {
+fn seconds(state: &AppState, query: Option<&str>) -> Result<Duration, SecondsError> {
     let max = state.cfg().max_request_seconds;
-    let raw = query_param(query, "seconds")
-        .ok_or_else(|| "query parameter seconds is required, e.g. ?seconds=5".to_owned())?;
+    let raw = query_param(query, "seconds").ok_or(SecondsError::Missing)?;
     match raw.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=max).contains(&v) => Ok(Duration::from_secs_f64(v)),
-        _ => Err(format!(
-            "seconds must be a number between 0 and {max} (MAX_REQUEST_SECONDS), got {raw:?}"
-        )),
+        _ => Err(SecondsError::OutOfRange { raw, max }),
     }
 }
 
@@ -243,7 +248,7 @@ fn seconds(state: &AppState, query: Option<&str>) -> Result<Duration, String> {
 async fn delay(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
     let d = match seconds(&state, q.as_deref()) {
         Ok(d) => d,
-        Err(msg) => return error_response(StatusCode::BAD_REQUEST, &msg),
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, &e.to_string()),
     };
     tokio::time::sleep(d).await;
     Json(serde_json::json!({
@@ -259,7 +264,7 @@ async fn delay(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response
 async fn cpu(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
     let d = match seconds(&state, q.as_deref()) {
         Ok(d) => d,
-        Err(msg) => return error_response(StatusCode::BAD_REQUEST, &msg),
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, &e.to_string()),
     };
     burn(d).await;
     Json(serde_json::json!({

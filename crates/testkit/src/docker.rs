@@ -58,7 +58,23 @@ struct Engine {
     version: String,
 }
 
-static ENGINE: tokio::sync::OnceCell<Result<Engine, String>> = tokio::sync::OnceCell::const_new();
+/// Why the engine is unreachable (the gate's panic message carries it).
+#[derive(Debug, thiserror::Error)]
+enum Unreachable {
+    #[error("DOCKER_HOST={0}: testkit supports unix sockets only")]
+    Host(String),
+    #[error("{}: {error}", .socket.display())]
+    Engine {
+        socket: PathBuf,
+        // Printed in the message (the panic shows one line), so not a `#[source]`.
+        error: bollard::errors::Error,
+    },
+    #[error("testkit init task failed: {0}")]
+    Init(tokio::task::JoinError),
+}
+
+static ENGINE: tokio::sync::OnceCell<Result<Engine, Unreachable>> =
+    tokio::sync::OnceCell::const_new();
 static BACKGROUND: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
@@ -108,7 +124,7 @@ pub async fn require_docker() -> Option<Docker> {
         .get_or_init(|| async {
             match background().spawn(init()).await {
                 Ok(result) => result,
-                Err(e) => Err(format!("testkit init task failed: {e}")),
+                Err(e) => Err(Unreachable::Init(e)),
             }
         })
         .await;
@@ -122,25 +138,27 @@ pub async fn require_docker() -> Option<Docker> {
     }
 }
 
-fn upstream_socket() -> Result<PathBuf, String> {
+fn upstream_socket() -> Result<PathBuf, Unreachable> {
     match std::env::var("DOCKER_HOST") {
         Ok(host) if !host.is_empty() => match host.strip_prefix("unix://") {
             Some(path) => Ok(PathBuf::from(path)),
-            None => Err(format!(
-                "DOCKER_HOST={host}: testkit supports unix sockets only"
-            )),
+            None => Err(Unreachable::Host(host)),
         },
         _ => Ok(PathBuf::from(DEFAULT_SOCKET)),
     }
 }
 
-async fn init() -> Result<Engine, String> {
+async fn init() -> Result<Engine, Unreachable> {
     let socket = upstream_socket()?;
-    let client = bollard_for(&socket).map_err(|e| e.to_string())?;
+    let engine = |error| Unreachable::Engine {
+        socket: socket.clone(),
+        error,
+    };
+    let client = bollard_for(&socket).map_err(engine)?;
     let version = client
         .version()
         .await
-        .map_err(|e| format!("{}: {e}", socket.display()))?
+        .map_err(engine)?
         .api_version
         .unwrap_or_else(|| "unknown".into());
     sweep_orphans(&client).await;
@@ -304,16 +322,38 @@ pub async fn wait_exit(container: &ContainerAsync<GenericImage>, limit: Duration
     }
 }
 
+/// A container's stdout that is not JSON lines.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonLinesError {
+    #[error("stdout is not UTF-8: {0}")]
+    Utf8(std::str::Utf8Error),
+    #[error("line {line}: not a JSON object: {text}")]
+    NotObject { line: usize, text: String },
+    #[error("line {line}: {error}: {text}")]
+    Json {
+        line: usize,
+        error: serde_json::Error,
+        text: String,
+    },
+}
+
 /// Parses stdout as JSON lines; any line that is not one complete JSON object is an error.
-pub fn json_lines(stdout: &[u8]) -> Result<Vec<serde_json::Value>, String> {
-    let text = std::str::from_utf8(stdout).map_err(|e| format!("stdout is not UTF-8: {e}"))?;
+pub fn json_lines(stdout: &[u8]) -> Result<Vec<serde_json::Value>, JsonLinesError> {
+    let text = std::str::from_utf8(stdout).map_err(JsonLinesError::Utf8)?;
     text.lines()
         .enumerate()
         .map(
             |(i, line)| match serde_json::from_str::<serde_json::Value>(line) {
                 Ok(v) if v.is_object() => Ok(v),
-                Ok(_) => Err(format!("line {}: not a JSON object: {line}", i + 1)),
-                Err(e) => Err(format!("line {}: {e}: {line}", i + 1)),
+                Ok(_) => Err(JsonLinesError::NotObject {
+                    line: i + 1,
+                    text: line.to_owned(),
+                }),
+                Err(error) => Err(JsonLinesError::Json {
+                    line: i + 1,
+                    error,
+                    text: line.to_owned(),
+                }),
             },
         )
         .collect()

@@ -27,7 +27,7 @@ use bollard::query_parameters::{
 use futures::StreamExt;
 use tokio::sync::watch;
 
-use super::{LABEL_MANAGED, LaunchSpec, Launched};
+use super::{LABEL_MANAGED, LaunchError, LaunchSpec, Launched};
 use crate::logsink::Sink;
 
 pub const LABEL_OWNER: &str = "probelab.owner";
@@ -267,12 +267,9 @@ impl DockerRuntime {
         }
     }
 
-    pub async fn launch(&self, spec: &LaunchSpec, sink: &Sink) -> Result<Launched, String> {
+    pub async fn launch(&self, spec: &LaunchSpec, sink: &Sink) -> Result<Launched, LaunchError> {
         if self.docker.inspect_image(&spec.image).await.is_err() {
-            return Err(format!(
-                "image '{}' is not present in the local Docker engine (nothing is pulled): build it with scripts/build-images.sh",
-                spec.image
-            ));
+            return Err(LaunchError::ImageMissing(spec.image.clone()));
         }
         let name = docker_name(&format!("lp-{}-{}", spec.replica, spec.container));
         let mut labels: HashMap<String, String> = spec.labels.clone().into_iter().collect();
@@ -320,7 +317,10 @@ impl DockerRuntime {
             .docker
             .create_container(Some(opts), body)
             .await
-            .map_err(|e| format!("create container: {e}"))?;
+            .map_err(|e| LaunchError::Engine {
+                step: "create container",
+                message: e.to_string(),
+            })?;
         let id = created.id;
         // Subscribe to the exit before starting, so a fast exit is not missed.
         let (tx, rx) = watch::channel(None);
@@ -332,7 +332,10 @@ impl DockerRuntime {
         ));
         if let Err(e) = self.docker.start_container(&id, None).await {
             self.remove(&id).await;
-            return Err(format!("start container: {e}"));
+            return Err(LaunchError::Engine {
+                step: "start container",
+                message: e.to_string(),
+            });
         }
         tokio::spawn(async move {
             let code = match wait.next().await {
@@ -395,7 +398,10 @@ impl DockerRuntime {
             .docker
             .inspect_container(&id, None)
             .await
-            .map_err(|e| format!("inspect container: {e}"))?;
+            .map_err(|e| LaunchError::Engine {
+                step: "inspect container",
+                message: e.to_string(),
+            })?;
         let ip = info
             .network_settings
             .and_then(|n| n.networks)

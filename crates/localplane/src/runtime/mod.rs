@@ -14,6 +14,36 @@ use tokio::sync::watch;
 
 use crate::logsink::{Owner, Sink};
 
+/// Why a container did not start; the message goes into the replica's `details` and the
+/// `ContainerCreateFailure` system row.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    #[error(
+        "image '{0}' has no binary in the process runtime's table (subject, loadgen, perturbation-sampler, audit)"
+    )]
+    NoBinary(String),
+    #[error("binary {} for image '{image}' is missing; build it (e.g. `cargo build -p {bin}`)", .path.display())]
+    MissingBinary {
+        path: std::path::PathBuf,
+        image: String,
+        bin: &'static str,
+    },
+    #[error("no free port: {0}")]
+    NoFreePort(String),
+    #[error("cannot start {}: {message}", .path.display())]
+    Spawn {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    #[error(
+        "image '{0}' is not present in the local Docker engine (nothing is pulled): build it with scripts/build-images.sh"
+    )]
+    ImageMissing(String),
+    /// A Docker engine call failed: `step` is what was asked (`create container`, ...).
+    #[error("{step}: {message}")]
+    Engine { step: &'static str, message: String },
+}
+
 /// Which label marks everything localplane creates.
 pub const LABEL_MANAGED: &str = "probelab.managed";
 
@@ -61,7 +91,7 @@ pub enum Runtime {
 }
 
 impl Runtime {
-    pub async fn launch(&self, spec: &LaunchSpec, sink: &Sink) -> Result<Launched, String> {
+    pub async fn launch(&self, spec: &LaunchSpec, sink: &Sink) -> Result<Launched, LaunchError> {
         match self {
             Runtime::Process(p) => p.launch(spec, sink).await,
             Runtime::Docker(d) => d.launch(spec, sink).await,

@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::watch;
 
-use super::{LaunchSpec, Launched};
+use super::{LaunchError, LaunchSpec, Launched};
 use crate::logsink::Sink;
 
 #[derive(Clone)]
@@ -31,21 +31,16 @@ impl ProcessRuntime {
         }
     }
 
-    pub async fn launch(&self, spec: &LaunchSpec, sink: &Sink) -> Result<Launched, String> {
-        let bin = super::binary_for_image(&spec.image).ok_or_else(|| {
-            format!(
-                "image '{}' has no binary in the process runtime's table (subject, loadgen, perturbation-sampler, audit)",
-                spec.image
-            )
-        })?;
+    pub async fn launch(&self, spec: &LaunchSpec, sink: &Sink) -> Result<Launched, LaunchError> {
+        let bin = super::binary_for_image(&spec.image)
+            .ok_or_else(|| LaunchError::NoBinary(spec.image.clone()))?;
         let path = self.bin_dir.join(bin);
         if !path.is_file() {
-            return Err(format!(
-                "binary {} for image '{}' is missing; build it (e.g. `cargo build -p {}`)",
-                path.display(),
-                spec.image,
-                bin
-            ));
+            return Err(LaunchError::MissingBinary {
+                path,
+                image: spec.image.clone(),
+                bin,
+            });
         }
         let port = if spec.primary {
             Some(free_port()?)
@@ -70,9 +65,10 @@ impl ProcessRuntime {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", path.display()))?;
+        let mut child = cmd.spawn().map_err(|e| LaunchError::Spawn {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
         let pid = child.id().unwrap_or(0);
         let id = format!("process://{pid}");
         if let Ok(mut pids) = self.pids.lock() {
@@ -151,11 +147,11 @@ fn exit_code(st: std::process::ExitStatus) -> i64 {
     st.code().map(i64::from).unwrap_or(-1)
 }
 
-fn free_port() -> Result<u16, String> {
+fn free_port() -> Result<u16, LaunchError> {
     std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
+        .map_err(|e| LaunchError::NoFreePort(e.to_string()))
 }
 
 async fn pump<R: tokio::io::AsyncRead + Unpin>(

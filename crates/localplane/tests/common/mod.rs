@@ -62,22 +62,13 @@ impl Lab {
         }
     }
 
-    /// A localplane on the Docker runtime, or `None` when `PROBELAB_SKIP_DOCKER=1`.
-    /// Fails loudly when Docker or the images are missing.
+    /// A localplane on the Docker runtime, or `None` when `PROBELAB_SKIP_DOCKER=1`: through
+    /// testkit's gate, so a missing engine or image fails loudly and what a killed test run
+    /// left behind is removed first.
     pub async fn docker() -> Option<Lab> {
-        if std::env::var("PROBELAB_SKIP_DOCKER").is_ok_and(|v| v == "1") {
-            eprintln!("PROBELAB_SKIP_DOCKER=1: skipping a Docker test");
-            return None;
-        }
-        for image in ["probelab/subject:dev", "probelab/loadgen:dev"] {
-            let out = std::process::Command::new("docker")
-                .args(["image", "inspect", image])
-                .output()
-                .expect("the `docker` CLI is needed for Docker tests (set PROBELAB_SKIP_DOCKER=1 to skip them)");
-            assert!(
-                out.status.success(),
-                "image {image} is missing: build it with scripts/build-images.sh (or set PROBELAB_SKIP_DOCKER=1)"
-            );
+        let docker = testkit::docker::require_docker().await?;
+        for image in ["subject", "loadgen"] {
+            docker.require_image(image).await;
         }
         let dir = tempfile::tempdir().unwrap();
         let lp = localplane::start(LocalplaneConfig {

@@ -13,10 +13,9 @@ pub fn labs() -> PathBuf {
 }
 
 /// False (test skipped) only when PROBELAB_SKIP_DOCKER=1; panics when Docker or an image is
-/// missing.
-pub fn docker_ready(lab: &Path) -> bool {
-    if std::env::var("PROBELAB_SKIP_DOCKER").as_deref() == Ok("1") {
-        eprintln!("PROBELAB_SKIP_DOCKER=1: skipping a Docker lab test");
+/// missing. Through testkit's gate, which also removes what a killed test run left behind.
+pub async fn docker_ready(lab: &Path) -> bool {
+    if testkit::docker::require_docker().await.is_none() {
         return false;
     }
     let l = lab::load(lab, "quick").unwrap();

@@ -1,0 +1,93 @@
+//! tidy: the house rules of the workspace, checked over its source tree (in the manner of
+//! rust-analyzer's `xtask/src/tidy.rs`). `tests/workspace.rs` runs [`check`] on this repository,
+//! so `cargo test` fails when a rule is broken; `tests/planted.rs` plants each violation in a
+//! temporary tree to show every rule can fail.
+//!
+//! The rules, and the claim of docs/ARCHITECTURE.md each one enforces:
+//! - [`Rule::DependencyDirection`] ([`deps`]): the `# local crates` block of the root
+//!   Cargo.toml is what the crates' manifests declare, testkit is never a run-time dependency,
+//!   and the image crates never reach the crates the block's `# Images` line excludes.
+//! - [`Rule::Anyhow`] ([`source`]): `anyhow` only in a binary (`src/main.rs`, `src/bin/`, or a
+//!   crate without a library), and a manifest declares it only where a binary uses it.
+//! - [`Rule::StringError`] ([`source`]): no `Result<_, String>` in a library's non-test code.
+//! - [`Rule::Unsafe`] ([`source`]): `unsafe` only in the allowances of [`source::UNSAFE_ALLOWED`],
+//!   with the workspace lint `unsafe_code = "deny"` on and every crate inheriting it.
+//! - [`Rule::DockerGate`] ([`docker`]): every test target that touches Docker reaches
+//!   `testkit::docker::require_docker`, and only testkit reads `PROBELAB_SKIP_DOCKER`.
+//! - [`Rule::ModuleDoc`] ([`source`]): every `.rs` file of a crate starts with a `//!` line.
+//! - [`Rule::ErrorContext`] ([`errors`]): a thiserror message never prints the field that is
+//!   also the error's source (the cause would print twice in labctl's `{e:#}` chain).
+
+pub mod deps;
+pub mod docker;
+pub mod errors;
+pub mod lexer;
+pub mod source;
+pub mod tree;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use tree::{Crate, Workspace};
+
+/// Which house rule a violation breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Rule {
+    DependencyDirection,
+    Anyhow,
+    StringError,
+    Unsafe,
+    DockerGate,
+    ModuleDoc,
+    ErrorContext,
+}
+
+/// One broken rule, at a place in the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub rule: Rule,
+    /// Relative to the workspace root.
+    pub path: PathBuf,
+    /// 1-based; 0 when the violation is about the file as a whole.
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            0 => write!(f, "{}: ", self.path.display())?,
+            n => write!(f, "{}:{n}: ", self.path.display())?,
+        }
+        write!(f, "[{:?}] {}", self.rule, self.message)
+    }
+}
+
+/// Why the tree could not be read (a rule violation is not an error: see [`check`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TidyError {
+    #[error("reading {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parsing {path}")]
+    Manifest {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+}
+
+/// Every violation of every rule in the workspace at `root`, sorted by path and line.
+pub fn check(root: &Path) -> Result<Vec<Violation>, TidyError> {
+    let ws = Workspace::load(root)?;
+    let mut found = Vec::new();
+    found.extend(deps::check(&ws));
+    found.extend(source::check(&ws));
+    found.extend(docker::check(&ws));
+    found.extend(errors::check(&ws));
+    found.sort_by(|a, b| (&a.path, a.line, a.rule).cmp(&(&b.path, b.line, b.rule)));
+    Ok(found)
+}

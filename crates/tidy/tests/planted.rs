@@ -1,0 +1,322 @@
+//! Each house rule can fail: a small tree that keeps every rule is clean, and planting one
+//! violation in it makes exactly that rule report it.
+
+use std::fs;
+use std::path::Path;
+
+use tidy::{Rule, Violation};
+
+const ROOT: &str = r#"[workspace]
+members = ["crates/*"]
+
+[workspace.dependencies]
+# local crates; the allowed direction:
+#   app      -> core            (the binary)
+#   core     -> (nothing local) (tests only: testkit)
+#   testkit  -> (nothing local)
+# Images (app) never depend on testkit at run time.
+core = { path = "crates/core" }
+
+[workspace.lints.rust]
+unsafe_code = "deny"
+"#;
+
+fn manifest(name: &str, deps: &str, dev: &str) -> String {
+    format!(
+        "[package]\nname = \"{name}\"\n\n[dependencies]\n{deps}\n[dev-dependencies]\n{dev}\n\
+         [lints]\nworkspace = true\n"
+    )
+}
+
+/// A tree that keeps every rule: `app` (binary, uses anyhow in main), `core` (library with a
+/// Docker test through the gate), `testkit` (the gate, which reads the skip switch).
+fn clean_tree(root: &Path) {
+    let files: &[(&str, String)] = &[
+        ("Cargo.toml", ROOT.to_string()),
+        (
+            "crates/app/Cargo.toml",
+            manifest("app", "core.workspace = true\nanyhow = \"1\"\n", ""),
+        ),
+        (
+            "crates/app/src/main.rs",
+            "//! The binary.\nfn main() -> anyhow::Result<()> { Ok(()) }\n".into(),
+        ),
+        (
+            "crates/core/Cargo.toml",
+            manifest(
+                "core",
+                "thiserror = \"2\"\n",
+                "testkit = { path = \"../testkit\" }\n",
+            ),
+        ),
+        (
+            "crates/core/src/lib.rs",
+            "//! The library.\n// unsafe and anyhow in a comment are fine.\n\
+             pub fn f() -> Result<u8, Error> { Ok(1) }\n\
+             pub fn s() -> &'static str { \"Result<u8, String> unsafe\" }\n\
+             #[cfg(test)]\nmod tests {\n    fn t() -> Result<(), String> { Ok(()) }\n}\n"
+                .into(),
+        ),
+        (
+            "crates/core/tests/engine.rs",
+            "//! A Docker test.\nmod common;\n#[tokio::test]\nasync fn t() {\n    \
+             let Some(_d) = common::gate().await else { return };\n    \
+             std::process::Command::new(\"docker\");\n}\n"
+                .into(),
+        ),
+        (
+            "crates/core/tests/common/mod.rs",
+            "//! Shared.\npub async fn gate() -> Option<()> { testkit::require_docker().await }\n"
+                .into(),
+        ),
+        ("crates/testkit/Cargo.toml", manifest("testkit", "", "")),
+        (
+            "crates/testkit/src/lib.rs",
+            "//! The gate.\npub async fn require_docker() -> Option<()> {\n    \
+             std::env::var(\"PROBELAB_SKIP_DOCKER\").ok().map(|_| ())\n}\n"
+                .into(),
+        ),
+    ];
+    for (path, text) in files {
+        write(root, path, text);
+    }
+}
+
+fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+    fs::write(path, text).expect("write");
+}
+
+fn edit(root: &Path, path: &str, from: &str, to: &str) {
+    let text = fs::read_to_string(root.join(path)).expect("read");
+    assert!(text.contains(from), "{path} has no {from:?}");
+    write(root, path, &text.replacen(from, to, 1));
+}
+
+fn check(root: &Path) -> Vec<Violation> {
+    tidy::check(root).expect("the tree reads")
+}
+
+/// Plants one violation in a clean tree; every violation found is of `rule`, and there is one.
+fn planted(rule: Rule, plant: impl FnOnce(&Path)) -> Vec<Violation> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    clean_tree(dir.path());
+    plant(dir.path());
+    let found = check(dir.path());
+    assert!(
+        !found.is_empty(),
+        "planting a {rule:?} violation was not noticed"
+    );
+    assert!(
+        found.iter().all(|v| v.rule == rule),
+        "expected only {rule:?}: {found:#?}"
+    );
+    found
+}
+
+#[test]
+fn the_clean_tree_is_clean() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    clean_tree(dir.path());
+    assert_eq!(check(dir.path()), Vec::<Violation>::new());
+}
+
+#[test]
+fn a_dependency_the_block_does_not_list_fails() {
+    let found = planted(Rule::DependencyDirection, |root| {
+        edit(
+            root,
+            "crates/core/Cargo.toml",
+            "thiserror",
+            "app = { path = \"../app\" }\nthiserror",
+        );
+    });
+    assert!(
+        found[0]
+            .message
+            .contains("declares run-time dependencies app"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_dependency_the_block_lists_but_no_manifest_declares_fails() {
+    let found = planted(Rule::DependencyDirection, |root| {
+        edit(
+            root,
+            "Cargo.toml",
+            "app      -> core",
+            "app      -> core, testkit",
+        );
+    });
+    assert!(
+        found.iter().any(|v| v.message.contains("testkit")),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_tests_only_dependency_must_be_listed_as_such() {
+    planted(Rule::DependencyDirection, |root| {
+        edit(root, "Cargo.toml", "(tests only: testkit)", "");
+    });
+}
+
+#[test]
+fn a_crate_without_a_line_fails() {
+    let found = planted(Rule::DependencyDirection, |root| {
+        write(root, "crates/extra/Cargo.toml", &manifest("extra", "", ""));
+        write(root, "crates/extra/src/lib.rs", "//! Extra.\n");
+    });
+    assert!(
+        found[0].message.contains("no line for `extra`"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn an_image_reaching_an_excluded_crate_fails() {
+    planted(Rule::DependencyDirection, |root| {
+        edit(
+            root,
+            "Cargo.toml",
+            "never depend on testkit",
+            "never depend on core",
+        );
+    });
+}
+
+#[test]
+fn anyhow_in_a_library_fails() {
+    let found = planted(Rule::Anyhow, |root| {
+        edit(
+            root,
+            "crates/core/src/lib.rs",
+            "Result<u8, Error>",
+            "anyhow::Result<u8>",
+        );
+    });
+    assert_eq!((found.len(), found[0].line), (1, 3), "{found:?}");
+}
+
+#[test]
+fn anyhow_declared_where_no_binary_uses_it_fails() {
+    planted(Rule::Anyhow, |root| {
+        edit(
+            root,
+            "crates/core/Cargo.toml",
+            "thiserror",
+            "anyhow = \"1\"\nthiserror",
+        );
+    });
+}
+
+#[test]
+fn a_string_error_in_a_library_fails() {
+    let found = planted(Rule::StringError, |root| {
+        edit(
+            root,
+            "crates/core/src/lib.rs",
+            "Result<u8, Error>",
+            "Result<u8,\n    String>",
+        );
+    });
+    assert_eq!((found.len(), found[0].line), (1, 3), "{found:?}");
+}
+
+#[test]
+fn unsafe_outside_the_allowance_fails() {
+    planted(Rule::Unsafe, |root| {
+        edit(
+            root,
+            "crates/core/tests/engine.rs",
+            "async fn t() {",
+            "async fn t() {\n    unsafe {}",
+        );
+    });
+    planted(Rule::Unsafe, |root| {
+        edit(
+            root,
+            "crates/app/src/main.rs",
+            "fn main",
+            "#[allow(unsafe_code)]\nfn main",
+        );
+    });
+}
+
+#[test]
+fn a_crate_that_does_not_inherit_the_unsafe_lint_fails() {
+    planted(Rule::Unsafe, |root| {
+        edit(
+            root,
+            "crates/core/Cargo.toml",
+            "workspace = true",
+            "workspace = false",
+        );
+    });
+    planted(Rule::Unsafe, |root| {
+        edit(
+            root,
+            "Cargo.toml",
+            "unsafe_code = \"deny\"",
+            "unsafe_code = \"warn\"",
+        );
+    });
+}
+
+#[test]
+fn a_docker_test_without_the_gate_fails() {
+    let found = planted(Rule::DockerGate, |root| {
+        edit(
+            root,
+            "crates/core/tests/common/mod.rs",
+            "testkit::require_docker().await",
+            "Some(())",
+        );
+    });
+    assert!(
+        found[0].message.contains("Command::new(\"docker\")"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_gate_of_its_own_fails() {
+    planted(Rule::DockerGate, |root| {
+        edit(
+            root,
+            "crates/core/tests/common/mod.rs",
+            "testkit::require_docker().await",
+            "{ let _ = std::env::var(\"PROBELAB_SKIP_DOCKER\"); testkit::require_docker().await }",
+        );
+    });
+}
+
+#[test]
+fn a_module_without_its_doc_line_fails() {
+    let found = planted(Rule::ModuleDoc, |root| {
+        edit(
+            root,
+            "crates/core/tests/common/mod.rs",
+            "//! Shared.\n",
+            "// Shared.\n",
+        );
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+}
+
+#[test]
+fn a_cause_printed_twice_fails() {
+    let found = planted(Rule::ErrorContext, |root| {
+        edit(
+            root,
+            "crates/core/src/lib.rs",
+            "pub fn f()",
+            "#[derive(Debug, thiserror::Error)]\npub enum Error {\n    \
+             #[error(\"{path}: {source}\")]\n    Io { path: String, source: std::io::Error },\n}\n\
+             pub fn f()",
+        );
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+}
