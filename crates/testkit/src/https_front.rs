@@ -20,6 +20,14 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
+/// A step of making the test CA that failed, and what the library said.
+#[derive(Debug, thiserror::Error)]
+#[error("test CA: {step}: {message}")]
+pub struct CaError {
+    step: &'static str,
+    message: String,
+}
+
 /// A certificate authority made for one test, and a server config for `127.0.0.1` it signed.
 pub struct TestCa {
     pem: String,
@@ -28,8 +36,11 @@ pub struct TestCa {
 
 impl TestCa {
     /// A new CA and leaf (`127.0.0.1`, as an IP subject alternative name).
-    pub fn new() -> Result<TestCa, String> {
-        let e = |what: &str, err: &dyn std::fmt::Display| format!("test CA: {what}: {err}");
+    pub fn new() -> Result<TestCa, CaError> {
+        let e = |step: &'static str, err: &dyn std::fmt::Display| CaError {
+            step,
+            message: err.to_string(),
+        };
         let mut ca_params =
             CertificateParams::new(Vec::<String>::new()).map_err(|x| e("params", &x))?;
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
