@@ -27,7 +27,7 @@ pub mod schema;
 pub mod validate;
 
 pub use checks::{CheckKind, Need};
-pub use schema::{Action, App, Check, Lab, LabKind, Load, Step};
+pub use schema::{Action, App, Check, Lab, LabKind, Load, LocalplaneTimings, Step};
 pub use validate::{Problem, Problems};
 
 use std::path::{Path, PathBuf};

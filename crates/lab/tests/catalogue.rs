@@ -63,6 +63,40 @@ fn every_lab_parses_in_both_profiles_with_the_same_shape() {
     }
 }
 
+/// The full profiles run on localplane with the timings recorded on Container Apps; the quick
+/// profiles keep CI short with `fast` (the runner records the choice in runs.json and the report
+/// prints it).
+#[test]
+fn full_profiles_use_recorded_timings_and_quick_ones_fast() {
+    for name in CATALOGUE {
+        let path = labs_dir().join(format!("{name}.toml"));
+        let full = lab::load(&path, "full").unwrap();
+        let quick = lab::load(&path, "quick").unwrap();
+        assert_eq!(
+            full.localplane_timings,
+            lab::LocalplaneTimings::Recorded,
+            "{name}: full profile"
+        );
+        assert_eq!(
+            quick.localplane_timings,
+            lab::LocalplaneTimings::Fast,
+            "{name}: quick profile"
+        );
+    }
+    // A value localplane does not know is a schema error with its key, not a silent default.
+    let text = std::fs::read_to_string(labs_dir().join("worker-saturation.toml")).unwrap();
+    let bad = text.replacen(
+        "localplane_timings = \"recorded\"",
+        "localplane_timings = \"slow\"",
+        1,
+    );
+    assert_ne!(bad, text);
+    let err = lab::parse(&bad, "w.toml".as_ref(), "full")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("localplane_timings"), "{err}");
+}
+
 #[test]
 fn the_rollout_lab_keeps_the_original_numbers_in_full() {
     let lab = lab::load(&labs_dir().join("startup-degraded.toml"), "full").unwrap();
