@@ -343,6 +343,32 @@ fn startup_degraded_full_app(generation: u32) -> Value {
     )
 }
 
+/// The lab file's full-profile app is what localplane accepts, with the recorded timings and the
+/// recorded shape (no localplane run: the Docker variant below deploys it).
+#[test]
+fn startup_degraded_full_app_gets_recorded_timings() {
+    let body = startup_degraded_full_app(3);
+    let knobs = localplane::model::Knobs::from_tags(body.get("tags")).unwrap();
+    assert_eq!(knobs.timings, timings::Timings::recorded(1.0));
+    let props = &body["properties"];
+    let t =
+        localplane::model::parse_template(&props["template"], props.get("configuration")).unwrap();
+    let c = &t.containers[0];
+    assert_eq!(t.replica_count(), 3);
+    assert_eq!(c.probes.len(), 3, "{c:?}");
+    for (k, v) in [
+        ("STARTUP_DELAY_SECONDS", "25"),
+        ("STARTUP_MODE", "bind-late"),
+        ("ROLLOUT_GENERATION", "3"),
+    ] {
+        assert!(
+            c.env.iter().any(|(n, x)| n == k && x == v),
+            "{k}={v} in {:?}",
+            c.env
+        );
+    }
+}
+
 /// Creates the app (`body(0)`), runs `rollouts` env-change rollouts (`body(1)`, ...; each waits
 /// until the old revision's replicas are stopped), then, with `restart`, one revision restart of
 /// the latest revision (waits until its 3 old replicas are stopped). `factor` scales the waits.
