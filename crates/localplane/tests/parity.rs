@@ -455,10 +455,17 @@ fn compare_rollouts(lp: &Timeline, factor: f64) {
     // created by a rollout, replaced by the next), the new one as recorded up to where the
     // export's next rollout begins.
     for r in &ro {
-        // Per rollout: 3 AssigningReplica and 3 ContainerStarted rows for the new revision, 3
-        // ManuallyStopped rows for the old one.
-        let count =
-            |k: usize, kind: &str| revision_kinds(lp, k).iter().filter(|x| *x == kind).count();
+        // Per rollout: 3 AssigningReplica and 3 ContainerStarted rows for the new revision's
+        // replicas, 3 ManuallyStopped rows for the old one's (the initial sets: a revision
+        // restarted later has more replicas).
+        let count = |k: usize, kind: &str| {
+            let rev = &lp.revisions[k];
+            rev.sets[0]
+                .iter()
+                .flat_map(|&i| rev.replicas[i].kinds())
+                .filter(|x| *x == kind)
+                .count()
+        };
         assert_eq!(count(r.new, "AssigningReplica"), 3, "{lp:?}");
         assert_eq!(count(r.new, "ContainerStarted"), 3, "{lp:?}");
         assert_eq!(
