@@ -126,6 +126,9 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
         ),
     );
     fact(&mut h, "evidence cap", a.cap.map_or("none", |c| c.tag()));
+    if let Some(p) = a.runs_file.as_ref().ok().and_then(|r| r.platform()) {
+        fact(&mut h, "platform", &p);
+    }
     for r in &v.reasons {
         fact(&mut h, "why", r);
     }

@@ -30,6 +30,9 @@ pub fn render(a: &Analysis, charts: &[String]) -> String {
         v.worst_bucket.as_deref().unwrap_or(""),
         a.cap.map_or("none".to_owned(), |c| c.tag().to_owned()),
     ));
+    if let Some(p) = a.runs_file.as_ref().ok().and_then(|r| r.platform()) {
+        md.push_str(&format!("- **platform:** {p}\n"));
+    }
     for r in &v.reasons {
         md.push_str(&format!("- **why:** {r}\n"));
     }

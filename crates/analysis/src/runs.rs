@@ -25,6 +25,15 @@ pub const RUNS_FILE: &str = "runs.json";
 /// `runs.json`.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct RunsFile {
+    /// The profile the lab ran with (`full`, `quick`).
+    #[serde(default)]
+    pub profile: String,
+    /// `local` (localplane) or `azure`.
+    #[serde(default)]
+    pub target: String,
+    /// localplane's platform timings (`fast`, `recorded`); absent on Azure.
+    #[serde(default)]
+    pub localplane_timings: Option<String>,
     #[serde(default)]
     pub started: String,
     #[serde(default)]
@@ -36,6 +45,32 @@ pub struct RunsFile {
     /// Log rows the runner could not write (each one makes `data_complete` fail).
     #[serde(default)]
     pub log_write_failures: Vec<LogWriteFailure>,
+}
+
+impl RunsFile {
+    /// Where the run ran and with which platform timings, in words (report.md and report.html),
+    /// or `None` when runs.json does not say (`target` absent).
+    pub fn platform(&self) -> Option<String> {
+        let profile = if self.profile.is_empty() {
+            String::new()
+        } else {
+            format!(" (profile {})", self.profile)
+        };
+        match self.target.as_str() {
+            "" => None,
+            "azure" => Some(format!(
+                "Azure Container Apps{profile}: the service's own timings"
+            )),
+            "local" => Some(match self.localplane_timings.as_deref() {
+                Some(t) => match ::lab::LocalplaneTimings::parse(t) {
+                    Some(known) => format!("localplane{profile}, timings {}", known.meaning()),
+                    None => format!("localplane{profile}, timings {t:?} (not a known choice)"),
+                },
+                None => format!("localplane{profile}, timings not recorded in runs.json"),
+            }),
+            other => Some(format!("{other}{profile}")),
+        }
+    }
 }
 
 /// A log file the runner failed to write to (`runs.json` `log_write_failures[]`).
@@ -172,5 +207,39 @@ mod tests {
         assert_eq!(s.first_action_ms().unwrap() - s.start_ms().unwrap(), 2_000);
         assert_eq!(s.end_ms(), None);
         assert_eq!(s.actions[0].outcome, "failed");
+    }
+
+    /// report.md and report.html say where the run ran and with which timings, quick or full.
+    #[test]
+    fn platform_names_the_target_profile_and_timings() {
+        let with = |extra: &str| {
+            RunsFile::parse(&format!(
+                r#"{{"started":"2026-01-01T00:00:00.000Z",{extra}"steps":[]}}"#
+            ))
+            .unwrap()
+            .platform()
+        };
+        let quick =
+            with(r#""profile":"quick","target":"local","localplane_timings":"fast","#).unwrap();
+        assert!(
+            quick.starts_with("localplane (profile quick), timings fast: not calibrated"),
+            "{quick}"
+        );
+        let full =
+            with(r#""profile":"full","target":"local","localplane_timings":"recorded","#).unwrap();
+        assert!(
+            full.starts_with("localplane (profile full), timings recorded: calibrated"),
+            "{full}"
+        );
+        let odd = with(r#""target":"local","localplane_timings":"slow","#).unwrap();
+        assert!(odd.contains("\"slow\" (not a known choice)"), "{odd}");
+        let old = with(r#""target":"local","#).unwrap();
+        assert!(old.contains("timings not recorded"), "{old}");
+        let azure = with(r#""profile":"full","target":"azure","#).unwrap();
+        assert_eq!(
+            azure,
+            "Azure Container Apps (profile full): the service's own timings"
+        );
+        assert_eq!(with(""), None);
     }
 }

@@ -322,7 +322,11 @@ pub fn pre_registration(lab: &Lab, file: &str, profile: &str) -> String {
 
 /// The apps and the loads, one line each.
 fn apparatus(o: &mut String, lab: &Lab) {
-    let _ = writeln!(o, "\napps:");
+    let _ = writeln!(
+        o,
+        "\napps (on localplane, timings {}):",
+        lab.localplane_timings.meaning()
+    );
     for a in &lab.apps {
         let probes: Vec<String> = a
             .probes

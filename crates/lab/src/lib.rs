@@ -27,7 +27,9 @@ pub mod schema;
 pub mod validate;
 
 pub use checks::{CheckKind, Need};
-pub use schema::{Action, App, Check, Hypothesis, Lab, LabKind, Load, Preconditions, Step};
+pub use schema::{
+    Action, App, Check, Hypothesis, Lab, LabKind, Load, LocalplaneTimings, Preconditions, Step,
+};
 pub use validate::{Problem, Problems};
 
 use std::path::{Path, PathBuf};

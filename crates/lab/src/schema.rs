@@ -35,6 +35,59 @@ pub struct Lab {
     pub steps: Vec<Step>,
     #[serde(default)]
     pub checks: Vec<Check>,
+    /// Emulator knob (ignored on Azure): how long localplane's platform steps take for every
+    /// app of the lab, sent as the resource tag `localplane.timings`. The shipped labs' full
+    /// profiles say `recorded` and their quick profiles `fast`.
+    #[serde(default)]
+    pub localplane_timings: LocalplaneTimings,
+}
+
+/// localplane's platform step durations for a lab's apps (see localplane's `timings` module).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LocalplaneTimings {
+    /// As short as the emulation allows: replicas start at once, the old revision goes at the
+    /// switch, kubelet's restart back-off. For tests and quick profiles.
+    #[default]
+    Fast,
+    /// Calibrated from a recording of the real service: replica provisioning, the old
+    /// revision kept after the switch, the restart back-off cap.
+    Recorded,
+}
+
+impl LocalplaneTimings {
+    /// The tag value localplane parses (`fast`, `recorded`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocalplaneTimings::Fast => "fast",
+            LocalplaneTimings::Recorded => "recorded",
+        }
+    }
+
+    /// The value of `s` (`fast`, `recorded`), `None` for anything else.
+    pub fn parse(s: &str) -> Option<LocalplaneTimings> {
+        match s {
+            "fast" => Some(LocalplaneTimings::Fast),
+            "recorded" => Some(LocalplaneTimings::Recorded),
+            _ => None,
+        }
+    }
+
+    /// What the choice means, for progress lines and the report.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            LocalplaneTimings::Fast => {
+                "fast: not calibrated; replicas start at once after AssigningReplica, the old \
+                 revision stops at the traffic switch, kubelet's restart back-off (10 s doubling \
+                 to 300 s)"
+            }
+            LocalplaneTimings::Recorded => {
+                "recorded: calibrated from a recording of Container Apps; replicas start 16 s \
+                 after AssigningReplica, the old revision keeps running 38 s after the traffic \
+                 switch, restart back-off capped at 40 s"
+            }
+        }
+    }
 }
 
 /// Whether the verdict comes from a falsification rule or from expected observations.

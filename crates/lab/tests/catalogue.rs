@@ -63,6 +63,52 @@ fn every_lab_parses_in_both_profiles_with_the_same_shape() {
     }
 }
 
+/// Labs whose full profile keeps `fast` timings, each with why (never silently).
+const FAST_IN_FULL: &[(&str, &str)] = &[(
+    "rolling-drain",
+    "with recorded timings the old revision leaves routing at the switch and gets SIGTERM 38 s \
+     later, so no request is in flight at SIGTERM and the grace-period scenarios the lab \
+     reproduces would not happen",
+)];
+
+/// The full profiles run on localplane with the timings recorded on Container Apps; the quick
+/// profiles keep CI short with `fast` (the runner records the choice in runs.json and the report
+/// prints it).
+#[test]
+fn full_profiles_use_recorded_timings_and_quick_ones_fast() {
+    for name in CATALOGUE {
+        let path = labs_dir().join(format!("{name}.toml"));
+        let full = lab::load(&path, "full").unwrap();
+        let quick = lab::load(&path, "quick").unwrap();
+        let want = match FAST_IN_FULL.iter().find(|(n, _)| *n == name) {
+            Some((_, why)) => {
+                eprintln!("{name}: full profile fast: {why}");
+                lab::LocalplaneTimings::Fast
+            }
+            None => lab::LocalplaneTimings::Recorded,
+        };
+        assert_eq!(full.localplane_timings, want, "{name}: full profile");
+        assert_eq!(
+            quick.localplane_timings,
+            lab::LocalplaneTimings::Fast,
+            "{name}: quick profile"
+        );
+    }
+    // A value localplane does not know is a schema error with its key, not a silent default.
+    let text = std::fs::read_to_string(labs_dir().join("worker-saturation.toml")).unwrap();
+    assert!(!FAST_IN_FULL.iter().any(|(n, _)| *n == "worker-saturation"));
+    let bad = text.replacen(
+        "localplane_timings = \"recorded\"",
+        "localplane_timings = \"slow\"",
+        1,
+    );
+    assert_ne!(bad, text);
+    let err = lab::parse(&bad, "w.toml".as_ref(), "full")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("localplane_timings"), "{err}");
+}
+
 #[test]
 fn the_rollout_lab_keeps_the_original_numbers_in_full() {
     let lab = lab::load(&labs_dir().join("startup-degraded.toml"), "full").unwrap();

@@ -275,12 +275,12 @@ fn a_profile_may_not_change_the_rule() {
         ("kind", "[profiles.quick]\nkind = \"observation\""),
     ] {
         let base = shipped("startup-degraded");
-        // `[profiles.quick]` may already be implied by the file's dotted tables: put the key
-        // in an inline overlay of a fresh file instead.
+        // The file defines `[profiles.quick]` (its `localplane_timings`): add the key there.
         let text = if key == "kind" {
+            assert!(base.contains("[profiles.quick]\n"));
             base.replace(
-                "[[profiles.quick.apps]]",
-                "[profiles.quick]\nkind = \"observation\"\n\n[[profiles.quick.apps]]",
+                "[profiles.quick]\n",
+                "[profiles.quick]\nkind = \"observation\"\n",
             )
         } else {
             format!("{base}\n{line}\n")

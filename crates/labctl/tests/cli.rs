@@ -266,12 +266,17 @@ fn lab_show_states_the_pre_registration_in_words() {
         "1. preflight [phase preflight]",
         "rollout of subject",
         "revision restart of subject",
+        "apps (on localplane, timings fast: not calibrated",
     ] {
         assert!(out.contains(w), "{w:?} in:\n{out}");
     }
 
     let (code, out, _) = labctl_in(&shipped_labs(), &["lab", "show", "worker-saturation"]);
     assert_eq!(code, 0);
+    assert!(
+        out.contains("apps (on localplane, timings recorded: calibrated"),
+        "{out}"
+    );
     assert!(
         out.contains(
             "Readiness is the first probe of single-worker to fail 3 time(s), in step saturate"

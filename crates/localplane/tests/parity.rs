@@ -9,7 +9,8 @@
 //! - `recording_*`: what the recording says, pinned (no localplane run).
 //! - `*_scaled_process`: the scenarios at a quarter of the recorded durations (startup delay
 //!   too), process runtime: every interval scales with the factor, so the ratios are compared.
-//! - `*_full_docker`: the scenarios at the recorded durations on the Docker runtime (minutes).
+//! - `*_full_docker`: the scenarios at the recorded durations on the Docker runtime, with
+//!   `labs/startup-degraded.toml`'s full-profile app itself (minutes).
 //!
 //! Accepted differences are listed in [`ACCEPTED`] with their reason, never silently.
 
@@ -317,17 +318,72 @@ fn recorded_app(factor: f64, generation: u32) -> Value {
     b
 }
 
-/// Creates the app, runs `rollouts` env-change rollouts (each waits until the old revision's
-/// replicas are stopped), then, with `restart`, one revision restart of the latest revision
-/// (waits until its 3 old replicas are stopped). Returns the normalised localplane timeline.
-async fn replay(lab: &Lab, app: &str, factor: f64, rollouts: u32, restart: bool) -> Timeline {
+/// The `subject` app of `labs/startup-degraded.toml`'s full profile as the runner deploys it
+/// (`lab::arm_body`, the lab's `localplane_timings` as the `localplane.timings` tag), at rollout
+/// generation `generation` (the runner's rollout action sets `ROLLOUT_GENERATION`).
+fn startup_degraded_full_app(generation: u32) -> Value {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../labs/startup-degraded.toml");
+    let lab = lab::load(&path, "full").unwrap();
+    let mut app = lab.app("subject").unwrap().clone();
+    app.env
+        .insert("ROLLOUT_GENERATION".into(), generation.to_string());
+    let env_id = format!(
+        "/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"
+    );
+    lab::arm_body::container_app(
+        &app,
+        &lab::arm_body::Placement {
+            location: "local",
+            environment_id: &env_id,
+            simulate_token: None,
+            tags: &[(timings::TAG_TIMINGS, lab.localplane_timings.as_str())],
+            registry: None,
+        },
+    )
+}
+
+/// The lab file's full-profile app is what localplane accepts, with the recorded timings and the
+/// recorded shape (no localplane run: the Docker variant below deploys it).
+#[test]
+fn startup_degraded_full_app_gets_recorded_timings() {
+    let body = startup_degraded_full_app(3);
+    let knobs = localplane::model::Knobs::from_tags(body.get("tags")).unwrap();
+    assert_eq!(knobs.timings, timings::Timings::recorded(1.0));
+    let props = &body["properties"];
+    let t =
+        localplane::model::parse_template(&props["template"], props.get("configuration")).unwrap();
+    let c = &t.containers[0];
+    assert_eq!(t.replica_count(), 3);
+    assert_eq!(c.probes.len(), 3, "{c:?}");
+    for (k, v) in [
+        ("STARTUP_DELAY_SECONDS", "25"),
+        ("STARTUP_MODE", "bind-late"),
+        ("ROLLOUT_GENERATION", "3"),
+    ] {
+        assert!(
+            c.env.iter().any(|(n, x)| n == k && x == v),
+            "{k}={v} in {:?}",
+            c.env
+        );
+    }
+}
+
+/// Creates the app (`body(0)`), runs `rollouts` env-change rollouts (`body(1)`, ...; each waits
+/// until the old revision's replicas are stopped), then, with `restart`, one revision restart of
+/// the latest revision (waits until its 3 old replicas are stopped). `factor` scales the waits.
+/// Returns the normalised localplane timeline.
+async fn replay(
+    lab: &Lab,
+    app: &str,
+    body: impl Fn(u32) -> Value,
+    factor: f64,
+    rollouts: u32,
+    restart: bool,
+) -> Timeline {
     let limit = Duration::from_secs_f64(240.0 * factor.max(0.25));
     let (code, h, v) = lab
-        .call(
-            "PUT",
-            &format!("{}?{AV}", lab.app_url(app)),
-            Some(recorded_app(factor, 0)),
-        )
+        .call("PUT", &format!("{}?{AV}", lab.app_url(app)), Some(body(0)))
         .await;
     assert_eq!(code, 201, "{v}");
     assert_eq!(lab.wait_op(&h, limit).await, "Succeeded");
@@ -344,11 +400,7 @@ async fn replay(lab: &Lab, app: &str, factor: f64, rollouts: u32, restart: bool)
     };
     for g in 1..=rollouts {
         let (code, h, v) = lab
-            .call(
-                "PUT",
-                &format!("{}?{AV}", lab.app_url(app)),
-                Some(recorded_app(factor, g)),
-            )
+            .call("PUT", &format!("{}?{AV}", lab.app_url(app)), Some(body(g)))
             .await;
         assert_eq!(code, 201, "{v}");
         assert_eq!(lab.wait_op(&h, limit).await, "Succeeded");
@@ -403,6 +455,24 @@ fn compare_rollouts(lp: &Timeline, factor: f64) {
     // created by a rollout, replaced by the next), the new one as recorded up to where the
     // export's next rollout begins.
     for r in &ro {
+        // Per rollout: 3 AssigningReplica and 3 ContainerStarted rows for the new revision's
+        // replicas, 3 ManuallyStopped rows for the old one's (the initial sets: a revision
+        // restarted later has more replicas).
+        let count = |k: usize, kind: &str| {
+            let rev = &lp.revisions[k];
+            rev.sets[0]
+                .iter()
+                .flat_map(|&i| rev.replicas[i].kinds())
+                .filter(|x| *x == kind)
+                .count()
+        };
+        assert_eq!(count(r.new, "AssigningReplica"), 3, "{lp:?}");
+        assert_eq!(count(r.new, "ContainerStarted"), 3, "{lp:?}");
+        assert_eq!(
+            count(r.old, "ContainerTerminated:ManuallyStopped"),
+            3,
+            "{lp:?}"
+        );
         let old = &lp.revisions[r.old];
         for rep in &old.replicas {
             assert_eq!(
@@ -480,24 +550,42 @@ const SCALED: f64 = 0.25;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollout_and_restart_scaled_process() {
     let lab = Lab::process().await;
-    let lp = replay(&lab, "parity", SCALED, 2, true).await;
+    let lp = replay(&lab, "parity", |g| recorded_app(SCALED, g), SCALED, 2, true).await;
     compare_rollouts(&lp, SCALED);
     compare_restart(&lp, SCALED);
     lab.stop().await;
 }
 
-/// The same at the recorded durations, on Docker (about 5 minutes).
+/// The same at the recorded durations on Docker, with `labs/startup-degraded.toml`'s full-profile
+/// app itself (3 replicas, 25 s bind-late startup, the lab's probes, `recorded` timings): one
+/// rollout of one app and one revision restart of another, at once (the two scenarios share
+/// nothing but the machine; together about as long as the restart alone).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollout_and_restart_full_docker() {
     let Some(_docker) = testkit::docker::require_docker().await else {
         return;
     };
+    // What makes this the lab's full profile: its shape and its timings.
+    let body = startup_degraded_full_app(0);
+    assert_eq!(body["tags"][timings::TAG_TIMINGS], "recorded");
+    assert_eq!(body["properties"]["template"]["scale"]["minReplicas"], 3);
+    let env = &body["properties"]["template"]["containers"][0]["env"];
+    assert!(
+        env.as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "STARTUP_DELAY_SECONDS" && e["value"] == "25"),
+        "{env}"
+    );
     let Some(lab) = Lab::docker().await else {
         return;
     };
-    let lp = replay(&lab, "parity", 1.0, 1, true).await;
-    compare_rollouts(&lp, 1.0);
-    compare_restart(&lp, 1.0);
+    let (rollout, restart) = tokio::join!(
+        replay(&lab, "sd-rollout", startup_degraded_full_app, 1.0, 1, false),
+        replay(&lab, "sd-restart", startup_degraded_full_app, 1.0, 0, true),
+    );
+    compare_rollouts(&rollout, 1.0);
+    compare_restart(&restart, 1.0);
     lab.stop().await;
 }
 

@@ -173,7 +173,15 @@ pub async fn apps(
             location,
             environment_id: &env_id,
             simulate_token,
-            tags: &[("lab", lab_name), ("managedBy", "probelab")],
+            // Azure stores and ignores the `localplane.*` tags.
+            tags: &[
+                ("lab", lab_name),
+                ("managedBy", "probelab"),
+                (
+                    localplane::timings::TAG_TIMINGS,
+                    lab.localplane_timings.as_str(),
+                ),
+            ],
             registry: t.registry.as_ref().map(|r| r.placement()),
         };
         let body = serde_json::to_value(container_app(&a, &placement)).map_err(|e| {

@@ -82,6 +82,10 @@ pub struct RunsRecord {
     /// Duration scale applied to the schedule (1 = as the profile says; tests only).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub time_scale: f64,
+    /// localplane's platform timings the run's apps used (`fast`, `recorded`: the lab's
+    /// `localplane_timings`); absent on Azure, whose timings are its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub localplane_timings: Option<String>,
     pub steps: Vec<StepRecord>,
     /// Log rows the run could not write (a full disk, a lost file): the run stays
     /// `incomplete` and the analysis judges the pack `invalid` (precondition `data_complete`).
@@ -251,6 +255,7 @@ mod tests {
             incomplete: true,
             stopped_by: None,
             time_scale: 1.0,
+            localplane_timings: Some("recorded".into()),
             log_write_failures: vec![LogWriteFailure {
                 file: "logs/ContainerAppSystemLogs_CL.ndjson".into(),
                 error: "No space left on device (os error 28)".into(),
@@ -300,6 +305,7 @@ mod tests {
             "started",
             "ended",
             "incomplete",
+            "localplane_timings",
             "steps",
         ] {
             assert!(v.get(k).is_some(), "{k}");

@@ -150,6 +150,10 @@ pub async fn run_lab(opts: RunOptions) -> Result<RunOutcome, RunError> {
         incomplete: true,
         stopped_by: None,
         time_scale: opts.time_scale,
+        localplane_timings: match opts.target {
+            TargetChoice::Local(_) => Some(lab.localplane_timings.as_str().to_owned()),
+            TargetChoice::Azure => None,
+        },
         steps: Vec::new(),
         log_write_failures: Vec::new(),
     };
@@ -256,6 +260,10 @@ async fn run_target(
             let failures = lp.log_write_failures();
             let _hurry = forward_hurry(&opts.hurry, lp.hurry_handle());
             progress.line(&format!("localplane: ARM API at {}", lp.base_url()));
+            progress.line(&format!(
+                "localplane timings: {}",
+                lab.localplane_timings.meaning()
+            ));
             let result = match Target::local(&lp.base_url(), addressing) {
                 Ok(t) => orchestrate(lab, pack, record, opts, progress, Arc::new(t)).await,
                 Err(e) => Err(e),

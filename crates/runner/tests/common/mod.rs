@@ -83,4 +83,21 @@ pub fn check_pack(lab: &str, o: &runner::RunOutcome) {
     assert!(v.ok(), "{lab}: {v:?}");
     assert!(o.pack.join("report.md").is_file());
     assert!(o.pack.join("verdict.json").is_file());
+    // Which platform timings the run used is in runs.json and on the report's platform line
+    // (quick profiles: `fast`, uncalibrated, and the report says so).
+    if runs.target == "local" {
+        let t = runs
+            .localplane_timings
+            .as_deref()
+            .expect("runs.json records localplane's timings");
+        if runs.profile == "quick" {
+            assert_eq!(t, "fast", "{lab}: quick profiles run fast timings");
+        }
+        let report = std::fs::read_to_string(o.pack.join("report.md")).unwrap();
+        let line = format!(
+            "- **platform:** localplane (profile {}), timings {t}: ",
+            runs.profile
+        );
+        assert!(report.contains(&line), "{lab}: report.md lacks {line:?}");
+    }
 }
