@@ -81,16 +81,17 @@ impl ContainerSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TemplateSpec {
     pub containers: Vec<ContainerSpec>,
-    pub min_replicas: u32,
-    pub max_replicas: u32,
+    /// `template.scale` ([`crate::scaler`] parses it).
+    pub scale: crate::scaler::ScaleSpec,
     pub grace: Duration,
     pub revision_suffix: Option<String>,
 }
 
 impl TemplateSpec {
-    /// Replicas localplane runs: `minReplicas`, at least 1 (no scale rules are emulated).
+    /// Replicas a new revision starts with: `minReplicas`, at least 1 (the scaler takes over
+    /// once the revision serves traffic).
     pub fn replica_count(&self) -> u32 {
-        self.min_replicas.max(1)
+        self.scale.initial_replicas()
     }
 }
 
@@ -351,20 +352,10 @@ pub fn parse_template(
         .iter()
         .map(|c| parse_container(c, &secrets))
         .collect::<Result<Vec<_>, _>>()?;
-    let scale = template.get("scale").cloned().unwrap_or(Value::Null);
-    let min_replicas = u64_field(&scale, "minReplicas")?.unwrap_or(0);
-    let max_replicas = u64_field(&scale, "maxReplicas")?.unwrap_or(10);
-    if min_replicas > 30 || max_replicas > 1000 || (max_replicas > 0 && min_replicas > max_replicas)
-    {
-        return Err(ArmError::bad_request(
-            "ContainerAppInvalidScaleSettings",
-            format!("invalid scale: minReplicas {min_replicas}, maxReplicas {max_replicas}"),
-        ));
-    }
+    let scale = crate::scaler::ScaleSpec::parse(template.get("scale"))?;
     Ok(TemplateSpec {
         containers,
-        min_replicas: min_replicas as u32,
-        max_replicas: max_replicas as u32,
+        scale,
         grace: Duration::from_secs(
             u64_field(template, "terminationGracePeriodSeconds")?.unwrap_or(DEFAULT_GRACE_S),
         ),
