@@ -946,12 +946,12 @@ mod tests {
         assert_eq!(cfg["maxInactiveRevisions"], 10);
         assert_eq!(cfg["ingress"]["stickySessions"]["affinity"], "sticky");
         assert_eq!(
-            parsed.spec.scale.rules.len(),
-            1,
-            "the typed scale is kept for its users"
+            parsed.spec.scale.not_emulated,
+            vec!["httpscalingrule".to_string()],
+            "the typed scale is kept for its users (a custom rule: stored, not acted on)"
         );
-        assert_eq!(parsed.spec.min_replicas, 1);
-        assert_eq!(parsed.spec.max_replicas, 5);
+        assert_eq!(parsed.spec.scale.min_replicas, 1);
+        assert_eq!(parsed.spec.scale.max_replicas, 5);
         assert_eq!(parsed.ingress.map(|i| i.target_port), Some(3000));
         assert_eq!(parsed.location, "East US");
     }

@@ -5,11 +5,19 @@
 //! is routable it answers Envoy's `503 no healthy upstream`, when the upstream dies before
 //! answering Envoy's `503 upstream connect error or disconnect/reset before headers. reset
 //! reason: ...`, and after 240 s Envoy's `504 upstream request timeout`.
+//!
+//! It also counts the app's requests in flight for the scaler ([`crate::scaler`]): a request
+//! is in flight from its arrival until its response body has been sent. When the plane marks the
+//! app as one that can scale to zero ([`Routes::set_hold`]) and no replica is routable, a request
+//! is held (and the plane told through [`Routes::demand`]) until a replica is routable or the
+//! request timeout runs out (`504 upstream request timeout`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,18 +28,34 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+use crate::scaler::Observation;
 
 /// Container Apps' (Envoy's) request timeout for HTTP ingress.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(240);
 
 pub const NO_HEALTHY_UPSTREAM: &str = "no healthy upstream";
+pub const UPSTREAM_TIMEOUT: &str = "upstream request timeout";
 
 /// The endpoints traffic goes to, replaced as a whole by the controller.
 #[derive(Debug, Default)]
 pub struct Routes {
     endpoints: RwLock<Arc<Vec<Backend>>>,
     next: AtomicUsize,
+    /// Fired whenever the endpoints or the hold flag change (held requests look again).
+    changed: Notify,
+    /// Requests in flight now (held ones included).
+    in_flight: AtomicU32,
+    /// The most in flight at once since the last [`Routes::take_observation`].
+    peak: AtomicU32,
+    /// Requests arrived since the last [`Routes::take_observation`].
+    arrived: AtomicU64,
+    /// Whether a request finding no routable replica is held rather than answered 503.
+    hold: AtomicBool,
+    /// Notified when a request is held: the plane activates the app.
+    pub demand: Notify,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +72,37 @@ impl Routes {
             && **e != backends
         {
             *e = Arc::new(backends);
+            drop(e);
+            self.changed.notify_waiters();
         }
+    }
+
+    /// Whether requests that find no routable replica wait (an app that scales to zero).
+    pub fn set_hold(&self, hold: bool) {
+        if self.hold.swap(hold, Ordering::SeqCst) != hold {
+            self.changed.notify_waiters();
+        }
+    }
+
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// What the scaler reads at an evaluation: the peak in flight and the arrivals since the
+    /// previous one (the peak restarts from what is in flight now).
+    pub fn take_observation(&self) -> Observation {
+        let now = self.in_flight.load(Ordering::SeqCst);
+        Observation {
+            peak_in_flight: self.peak.swap(now, Ordering::SeqCst).max(now),
+            arrived: self.arrived.swap(0, Ordering::SeqCst),
+        }
+    }
+
+    fn enter(self: &Arc<Self>) -> InFlight {
+        let n = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(n, Ordering::SeqCst);
+        self.arrived.fetch_add(1, Ordering::SeqCst);
+        InFlight(self.clone())
     }
 
     pub fn snapshot(&self) -> Arc<Vec<Backend>> {
@@ -66,6 +120,42 @@ impl Routes {
 }
 
 type Body = BoxBody<Bytes, hyper::Error>;
+
+/// One request counted in flight until dropped.
+#[derive(Debug)]
+struct InFlight(Arc<Routes>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A response body that keeps its request counted in flight until the body is done.
+struct Counted {
+    inner: Body,
+    _in_flight: InFlight,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, hyper::Error>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
 
 fn text(status: StatusCode, msg: &str) -> Response<Body> {
     let mut r = Response::new(
@@ -145,7 +235,16 @@ pub async fn serve_target(listener: TcpListener, target: Target, stop: Cancellat
                 let client = client.clone();
                 async move {
                     Ok::<_, Infallible>(match routes {
-                        Some(routes) => proxy(req, &routes, &client, peer).await,
+                        Some(routes) => {
+                            let counted = routes.enter();
+                            let resp = proxy(req, &routes, &client, peer).await;
+                            let (parts, body) = resp.into_parts();
+                            let body = Counted {
+                                inner: body,
+                                _in_flight: counted,
+                            };
+                            Response::from_parts(parts, body.boxed())
+                        }
                         None => text(StatusCode::NOT_FOUND, "no app with this host name"),
                     })
                 }
@@ -175,8 +274,22 @@ async fn proxy(
     client: &Client<HttpConnector, Incoming>,
     peer: SocketAddr,
 ) -> Response<Body> {
-    let Some(backend) = routes.pick() else {
-        return text(StatusCode::SERVICE_UNAVAILABLE, NO_HEALTHY_UPSTREAM);
+    // Envoy's route timeout covers the whole request, the wait for a replica included.
+    let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
+    let backend = loop {
+        let changed = routes.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if let Some(b) = routes.pick() {
+            break b;
+        }
+        if !routes.hold.load(Ordering::SeqCst) {
+            return text(StatusCode::SERVICE_UNAVAILABLE, NO_HEALTHY_UPSTREAM);
+        }
+        routes.demand.notify_one();
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            return text(StatusCode::GATEWAY_TIMEOUT, UPSTREAM_TIMEOUT);
+        }
     };
     let pq = req
         .uri()
@@ -197,8 +310,8 @@ async fn proxy(
         h.append("x-forwarded-for", v);
     }
     h.insert("x-forwarded-proto", HeaderValue::from_static("http"));
-    match tokio::time::timeout(REQUEST_TIMEOUT, client.request(req)).await {
-        Err(_) => text(StatusCode::GATEWAY_TIMEOUT, "upstream request timeout"),
+    match tokio::time::timeout_at(deadline, client.request(req)).await {
+        Err(_) => text(StatusCode::GATEWAY_TIMEOUT, UPSTREAM_TIMEOUT),
         Ok(Err(e)) => {
             let reason = if e.is_connect() {
                 "connection failure"

@@ -21,6 +21,7 @@ pub mod plane;
 pub mod prober;
 pub mod replica;
 pub mod runtime;
+pub mod scaler;
 pub mod timings;
 
 use std::net::SocketAddr;

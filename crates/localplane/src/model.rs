@@ -86,19 +86,17 @@ impl ContainerSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TemplateSpec {
     pub containers: Vec<ContainerSpec>,
-    pub min_replicas: u32,
-    pub max_replicas: u32,
+    /// `template.scale` ([`crate::scaler`] parses it).
+    pub scale: crate::scaler::ScaleSpec,
     pub grace: Duration,
     pub revision_suffix: Option<String>,
-    /// `template.scale` as sent (rules, cooldown and polling interval included; localplane runs
-    /// `minReplicas`, see [`TemplateSpec::replica_count`]).
-    pub scale: wire::Scale,
 }
 
 impl TemplateSpec {
-    /// Replicas localplane runs: `minReplicas`, at least 1 (no scale rules are emulated).
+    /// Replicas a new revision starts with: `minReplicas`, at least 1 (the scaler takes over
+    /// once the revision serves traffic).
     pub fn replica_count(&self) -> u32 {
-        self.min_replicas.max(1)
+        self.scale.initial_replicas()
     }
 }
 
@@ -347,29 +345,16 @@ pub fn template_spec(
         .iter()
         .map(|c| parse_container(c, secrets))
         .collect::<Result<Vec<_>, _>>()?;
-    let scale = template.scale.clone().unwrap_or_default();
-    let min_replicas = scale.min_replicas.unwrap_or(0);
-    let max_replicas = scale
-        .max_replicas
-        .unwrap_or(wire::Scale::DEFAULT_MAX_REPLICAS);
-    if min_replicas > 30 || max_replicas > 1000 || (max_replicas > 0 && min_replicas > max_replicas)
-    {
-        return Err(ArmError::bad_request(
-            "ContainerAppInvalidScaleSettings",
-            format!("invalid scale: minReplicas {min_replicas}, maxReplicas {max_replicas}"),
-        ));
-    }
+    let scale = crate::scaler::ScaleSpec::parse(template.scale.as_ref())?;
     Ok(TemplateSpec {
         containers,
-        min_replicas,
-        max_replicas,
+        scale,
         grace: Duration::from_secs(
             template
                 .termination_grace_period_seconds
                 .unwrap_or(DEFAULT_GRACE_S),
         ),
         revision_suffix: template.revision_suffix.clone().filter(|s| !s.is_empty()),
-        scale,
     })
 }
 

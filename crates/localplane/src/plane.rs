@@ -19,6 +19,7 @@ use crate::logsink::{Level, Owner, Sink};
 use crate::model::{IngressSpec, Knobs, ReadyPolicy, TemplateSpec};
 use crate::replica::{Replica, SupCtx, supervise};
 use crate::runtime::{LABEL_MANAGED, LaunchSpec, Runtime};
+use crate::scaler::{Change, Scaler};
 
 /// Operations that never see their revision become ready fail after this long.
 pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(600);
@@ -46,6 +47,8 @@ pub struct State {
     pub apps: BTreeMap<String, App>,
     pub jobs: BTreeMap<String, Job>,
     pub ops: HashMap<String, Op>,
+    /// The scaler of each app's serving revision, by [`scaler_key`].
+    pub scalers: HashMap<String, Scaler>,
 }
 
 pub struct EnvRes {
@@ -220,7 +223,16 @@ impl App {
         } else if !r.provisioned {
             ("Provisioning", "Processing", "None")
         } else if any_ready {
-            ("Provisioned", "Running", "Healthy")
+            // At `maxReplicas` Azure reports `RunningAtMaxScale` (a `min = max` app always is).
+            let serving = live
+                .iter()
+                .filter(|x| !x.retiring.load(Ordering::SeqCst))
+                .count();
+            if serving >= r.spec.scale.max_replicas as usize {
+                ("Provisioned", "RunningAtMaxScale", "Healthy")
+            } else {
+                ("Provisioned", "Running", "Healthy")
+            }
         } else {
             ("Provisioned", "Degraded", "Unhealthy")
         };
@@ -290,6 +302,11 @@ pub fn random_suffix(len: usize) -> String {
 /// Lower-case key for a resource name (ARM names are case-insensitive).
 pub fn key(name: &str) -> String {
     name.to_ascii_lowercase()
+}
+
+/// The key of an app's revision scaler in [`State::scalers`].
+pub fn scaler_key(app: &str, revision: &str) -> String {
+    format!("{}/{}", key(app), key(revision))
 }
 
 impl Plane {
@@ -387,13 +404,17 @@ impl Plane {
     ) {
         let plane = self.clone();
         let shutdown = self.ctx.shutdown.clone();
+        // A request held at the app's ingress (an app at zero) wakes the controller too.
+        let routes = self.lock().apps.get(&key(&name)).map(|a| a.routes.clone());
         self.ctx.tracker.spawn(async move {
+            let routes = routes.unwrap_or_default();
             loop {
                 if !plane.reconcile(&name) {
                     break;
                 }
                 tokio::select! {
                     _ = notify.notified() => {}
+                    _ = routes.demand.notified() => {}
                     _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                     _ = stop.cancelled() => break,
                     _ = shutdown.cancelled() => break,
@@ -501,16 +522,30 @@ impl Plane {
         let mut guard = self.lock();
         let st = &mut *guard;
         let Some(app) = st.apps.get_mut(&key(name)) else {
+            let prefix = scaler_key(name, "");
+            st.scalers.retain(|k, _| !k.starts_with(&prefix));
             return false;
         };
         // Drop finished replicas.
         for r in &mut app.revisions {
             r.replicas.retain(|x| !x.is_done());
         }
-        // Desired replica counts for active revisions.
+        // Only the serving revision scales; other revisions' scalers go.
+        let serving = app
+            .traffic_rev
+            .as_deref()
+            .and_then(|t| app.revisions.iter().position(|r| r.active && r.name == t));
+        let keep = serving.map(|i| scaler_key(&app.name, &app.revisions[i].name));
+        let prefix = scaler_key(&app.name, "");
+        st.scalers
+            .retain(|k, _| !k.starts_with(&prefix) || Some(k) == keep.as_ref());
+        // Desired replica counts for active revisions: the scaler's for the serving one; the
+        // others keep what they run, at least the initial count (`minReplicas`, at least 1): a
+        // new revision starts there (and scales once it serves), an old one keeps its replicas
+        // until it is deactivated.
         let n = app.revisions.len();
         for i in 0..n {
-            let (active, want, have) = {
+            let (active, initial, have) = {
                 let r = &app.revisions[i];
                 let have = r
                     .replicas
@@ -519,11 +554,23 @@ impl Plane {
                     .count();
                 (r.active, r.spec.replica_count() as usize, have)
             };
-            if active && !self.ctx.shutdown.is_cancelled() {
-                for _ in have..want {
-                    self.spawn_replica(app, i);
-                }
+            if !active || self.ctx.shutdown.is_cancelled() {
+                continue;
             }
+            let want = if Some(i) == serving {
+                self.scale_step(app, i, &mut st.scalers) as usize
+            } else {
+                initial.max(have)
+            };
+            for _ in have..want {
+                self.spawn_replica(app, i);
+            }
+            if have > want {
+                self.scale_in(app, i, have - want);
+            }
+        }
+        if serving.is_none() {
+            app.routes.set_hold(false);
         }
         // Traffic switch to the latest revision once it is ready by the app's policy.
         if let Some(latest_idx) = n.checked_sub(1) {
@@ -756,6 +803,119 @@ impl Plane {
             }
             notify.notify_one();
         });
+    }
+
+    /// One scaler step for the serving revision `idx` (caller holds the lock): activation when
+    /// a request waits at an app at zero, an evaluation when the polling interval is due, the
+    /// system rows for a change; returns the replica count the revision should run.
+    fn scale_step(
+        self: &Arc<Self>,
+        app: &mut App,
+        idx: usize,
+        scalers: &mut HashMap<String, Scaler>,
+    ) -> u32 {
+        let now = tokio::time::Instant::now();
+        let rev = &app.revisions[idx];
+        let spec = rev.spec.scale.clone();
+        let owner = Owner::App {
+            app: app.name.clone(),
+            revision: rev.name.clone(),
+        };
+        let sink = &self.ctx.sink;
+        let k = scaler_key(&app.name, &rev.name);
+        let sc = scalers.entry(k).or_insert_with(|| {
+            sink.system(
+                &owner,
+                "",
+                "KEDAScalersStarted",
+                Level::Normal,
+                format!(
+                    "KEDA is starting a watch for revision '{}' to monitor scale operations",
+                    rev.name
+                ),
+            );
+            Scaler::new(spec.clone(), spec.initial_replicas(), now)
+        });
+        // An app that can scale to zero holds requests while it has no routable replica.
+        app.routes.set_hold(spec.min_replicas == 0);
+        let waiting = app.routes.in_flight();
+        let (change, capped) = if sc.replicas() == 0 && waiting > 0 {
+            (sc.activate(now), None)
+        } else if sc.due(now) {
+            let d = sc.evaluate(now, app.routes.take_observation());
+            (d.change, d.capped)
+        } else {
+            (None, None)
+        };
+        let target = spec.http.as_ref().map_or(0, |r| r.concurrent_requests);
+        let row =
+            |reason: &str, level: Level, msg: String| sink.system(&owner, "", reason, level, msg);
+        match change {
+            None => {}
+            Some(Change::Activated { to }) => row(
+                "KEDAScaleTargetActivated",
+                Level::Normal,
+                format!(
+                    "Scaled revision '{}' from 0 to {to}: {waiting} request(s) at the ingress",
+                    rev.name
+                ),
+            ),
+            Some(Change::Deactivated { from, idle }) => row(
+                "KEDAScaleTargetDeactivated",
+                Level::Normal,
+                format!(
+                    "Deactivated revision '{}' from {from} to 0: no requests for {} s (cooldownPeriod {} s)",
+                    rev.name,
+                    idle.as_secs(),
+                    spec.cooldown_period.as_secs()
+                ),
+            ),
+            Some(Change::Out { from, to, peak }) => row(
+                "SuccessfulRescale",
+                Level::Normal,
+                format!(
+                    "New size: {to}; reason: {peak} concurrent requests above the target of {target} per replica (was {from})"
+                ),
+            ),
+            Some(Change::In { from, to, peak }) => row(
+                "SuccessfulRescale",
+                Level::Normal,
+                format!(
+                    "New size: {to}; reason: {peak} concurrent requests below the target of {target} per replica for the cooldown period of {} s (was {from})",
+                    spec.cooldown_period.as_secs()
+                ),
+            ),
+        }
+        if let Some(wanted) = capped {
+            row(
+                "RunningAtMaxScale",
+                Level::Warning,
+                format!(
+                    "Revision '{}' is running at its maximum of {} replicas; the scale rule asks for {wanted}",
+                    rev.name, spec.max_replicas
+                ),
+            );
+        }
+        sc.replicas()
+    }
+
+    /// Scale-in: retires `count` replicas of revision `idx` (not ready ones first, then the
+    /// newest), each out of routing first, then SIGTERM, the grace period, SIGKILL, and its
+    /// `ManuallyStopped` row, as any retired replica.
+    fn scale_in(self: &Arc<Self>, app: &App, idx: usize, count: usize) {
+        let Some(rev) = app.revisions.get(idx) else {
+            return;
+        };
+        let mut live: Vec<Arc<Replica>> = rev
+            .replicas
+            .iter()
+            .filter(|x| !x.retiring.load(Ordering::SeqCst))
+            .cloned()
+            .collect();
+        live.sort_by_key(|r| (r.ready(), std::cmp::Reverse(r.created)));
+        for rep in live.into_iter().take(count) {
+            self.retire(app, rep);
+        }
     }
 
     /// Restarts revision `rev` replica by replica, as Container Apps does (recorded): a new

@@ -112,7 +112,8 @@ async fn arm_app_lifecycle_revisions_ingress() {
     assert_eq!(r["trafficWeight"], 100);
     assert_eq!(r["provisioningState"], "Provisioned");
     assert_eq!(r["healthState"], "Healthy");
-    assert_eq!(r["runningState"], "Running");
+    // minReplicas = maxReplicas = 2, both running: Azure reports `RunningAtMaxScale`.
+    assert_eq!(r["runningState"], "RunningAtMaxScale");
 
     let reps = eventually(Duration::from_secs(20), "2 ready replicas", || async {
         let r = replicas(&lab, app, &rev1).await;
