@@ -328,7 +328,7 @@ impl Scaler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn spec(min: u32, max: u32, target: u32) -> ScaleSpec {
         ScaleSpec {
@@ -370,10 +370,7 @@ mod tests {
         assert_eq!(s.polling_interval, Duration::from_secs(30));
         assert_eq!(s.cooldown_period, Duration::from_secs(300));
         assert_eq!(s.http.unwrap().concurrent_requests, 10);
-        assert_eq!(
-            parse_json(json!({})).unwrap(),
-            ScaleSpec::default()
-        );
+        assert_eq!(parse_json(json!({})).unwrap(), ScaleSpec::default());
     }
 
     #[test]
@@ -398,8 +395,7 @@ mod tests {
         assert_eq!(s.polling_interval, Duration::from_secs(2));
         assert_eq!(s.cooldown_period, Duration::from_secs(7));
         // Only non-HTTP rules: no default HTTP rule (the template's rules replace it).
-        let only_queue =
-            parse_json(json!({"rules": [{"name": "q", "azureQueue": {}}]})).unwrap();
+        let only_queue = parse_json(json!({"rules": [{"name": "q", "azureQueue": {}}]})).unwrap();
         assert_eq!(only_queue.http, None);
         // An http rule without metadata: the default threshold.
         let bare = parse_json(json!({"rules": [{"name": "h", "http": {}}]})).unwrap();

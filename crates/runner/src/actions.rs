@@ -397,7 +397,10 @@ mod tests {
             message: "revision never ready".into(),
         };
         let f = ActionFailure::from(failed_op);
-        assert_eq!(f.status, None, "no HTTP status: the operation failed, not the call");
+        assert_eq!(
+            f.status, None,
+            "no HTTP status: the operation failed, not the call"
+        );
         assert_eq!(f.code.as_deref(), Some("ContainerAppOperationError"));
 
         let ours = ActionFailure::from("app x has no active revision".to_owned());
