@@ -331,7 +331,7 @@ fn startup_degraded_full_app(generation: u32) -> Value {
     let env_id = format!(
         "/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"
     );
-    lab::arm_body::container_app(
+    let app = lab::arm_body::container_app(
         &app,
         &lab::arm_body::Placement {
             location: "local",
@@ -340,7 +340,8 @@ fn startup_degraded_full_app(generation: u32) -> Value {
             tags: &[(timings::TAG_TIMINGS, lab.localplane_timings.as_str())],
             registry: None,
         },
-    )
+    );
+    serde_json::to_value(app).expect("a typed ContainerApp serialises")
 }
 
 /// The lab file's full-profile app is what localplane accepts, with the recorded timings and the
