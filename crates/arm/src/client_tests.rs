@@ -200,14 +200,18 @@ async fn tokens_are_cached_then_refreshed_before_expiry() {
     fake.add_simple_app("subject", 1, 1);
     let cred = Arc::new(CountingCredential {
         issued: AtomicU32::new(0),
-        lifetime_s: 2,
+        // The cache keeps whole Unix seconds and refreshes halfway through a token's life: a
+        // 6 s token is refreshed 3 whole seconds after it was fetched, so the first two calls
+        // (well within 2 s, even on a loaded machine) share it and a call after 3.1 s cannot.
+        // (A 2 s token was refreshable after as little as a few ms, when fetched late in a second.)
+        lifetime_s: 6,
     });
     let source =
         TokenSource::from_credential(TokenSourceKind::ManagedIdentity, cred, token::DEFAULT_SCOPE);
     let c = ArmClient::new(ClientConfig::new(fake.base_url().parse().unwrap()), source).unwrap();
     c.list_revisions(&scope(), "subject").await.unwrap();
     c.list_revisions(&scope(), "subject").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    tokio::time::sleep(Duration::from_millis(3100)).await;
     c.list_revisions(&scope(), "subject").await.unwrap();
     let auth: Vec<String> = fake
         .seen()
