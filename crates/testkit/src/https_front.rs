@@ -3,6 +3,12 @@
 //! reverse proxy on 127.0.0.1 that terminates TLS, records every request (method, path and
 //! query, the `Authorization` header) and forwards it unchanged to the backend.
 //!
+//! As a reverse proxy does (nginx's `proxy_redirect`), the backend's own origin in an answer
+//! (`Location`, `Azure-AsyncOperation`, a `nextLink` in the body) is rewritten to the front's,
+//! so a client polls an operation on the origin it called, as it does on ARM, whose operation
+//! URLs are on `management.azure.com`. A client never sends its token to another origin, so
+//! without this every poll would reach the backend without one.
+//!
 //! The CA is handed to a client the way a user hands one over: [`TestCa::write_pem`] writes it
 //! to a file for `SSL_CERT_FILE` (rustls' platform verifier, which reqwest and azure_core use,
 //! then trusts it for that process and nothing else changes).
@@ -126,7 +132,7 @@ impl HttpsFront {
                         return;
                     };
                     let svc = hyper::service::service_fn(move |req| {
-                        forward(req, backend, client.clone(), log.clone())
+                        forward(req, backend, addr, client.clone(), log.clone())
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), svc)
@@ -151,6 +157,7 @@ impl HttpsFront {
 async fn forward(
     req: hyper::Request<Incoming>,
     backend: SocketAddr,
+    front: SocketAddr,
     client: Client<HttpConnector, Full<Bytes>>,
     log: Arc<Mutex<Vec<Seen>>>,
 ) -> Result<hyper::Response<Full<Bytes>>, std::convert::Infallible> {
@@ -189,12 +196,33 @@ async fn forward(
             .request(out)
             .await
             .map_err(|e| format!("backend: {e}"))?;
-        let (parts, body) = resp.into_parts();
+        let (mut parts, body) = resp.into_parts();
         let body = body
             .collect()
             .await
             .map_err(|e| format!("response body: {e}"))?
             .to_bytes();
+        let (from, to) = (format!("http://{backend}"), format!("https://{front}"));
+        for name in ["location", "azure-asyncoperation"] {
+            let rewritten = parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| v.starts_with(&from))
+                .and_then(|v| {
+                    hyper::header::HeaderValue::from_str(&v.replacen(&from, &to, 1)).ok()
+                });
+            if let Some(v) = rewritten {
+                parts.headers.insert(name, v);
+            }
+        }
+        let body = match std::str::from_utf8(&body) {
+            Ok(text) if text.contains(&from) => {
+                parts.headers.remove(hyper::header::CONTENT_LENGTH);
+                Bytes::from(text.replace(&from, &to))
+            }
+            _ => body,
+        };
         Ok::<_, String>(hyper::Response::from_parts(parts, Full::new(body)))
     }
     .await;
