@@ -54,7 +54,7 @@ const ARM_TOKEN: &str = "rehearsal-arm-token-0123456789abcdef";
 const LA_TOKEN: &str = "rehearsal-loganalytics-token-0123456789";
 const IDENTITY_SECRET: &str = "rehearsal-identity-header";
 const INGESTION_DELAY: Duration = Duration::from_secs(4);
-const ROW_LIMIT: usize = 150;
+const ROW_LIMIT: usize = 20;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/azure-rehearsal.toml")
