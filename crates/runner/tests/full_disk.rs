@@ -1,10 +1,13 @@
 //! A disk that fills up during a lab (issue 19, point 2): the evidence directory is a 4 MiB
-//! tmpfs; early in the first step a filler file takes every free byte for 12 s, then goes.
-//! 12 s, because in the preflight step the console table gets a row only every few seconds
-//! (loadgen's 10 s buckets, no per-request lines): a shorter fill can pass without a single
-//! write failing (1.5 s did, in CI). The step is 110 s long, so runs.json (written after each
-//! step) and the lock files always find room again. The log rows written meanwhile are lost: `runs.json` must say which file, the error and from
-//! when, the run stays `incomplete`, and the manifest still verifies for what was written.
+//! tmpfs; early in the first step a filler file takes every free page and keeps them until the
+//! console table has stopped growing for 12 s (at most 90 s), then goes. Not a fixed time:
+//! tmpfs hands out whole pages, so the sink's last, partly written page still takes rows after
+//! the disk is "full", and in the preflight step a row comes only every few seconds (loadgen's
+//! 10 s buckets, no per-request lines): fixed fills of 1.5 s and 12 s have both passed without a
+//! single write failing in CI. The step is 110 s long, so runs.json (written after each step)
+//! and the lock files always find room again. The log rows written meanwhile are lost:
+//! `runs.json` must say which file, the error and from when, the run stays `incomplete`, and the
+//! manifest still verifies for what was written.
 //!
 //! Needs root (mount) and the workspace binaries next to the test binary (process runtime);
 //! runs a lab, so it is heavy: run it under the machine lock.
@@ -81,7 +84,7 @@ async fn a_full_disk_during_a_lab_is_recorded_and_the_manifest_verifies() {
     let filler = base.path().join("filler");
     let watcher_out = out.clone();
     let fill = std::thread::spawn(move || {
-        // Once the run logs (the console table grows), fill the disk for 12 s, then free it.
+        // Once the run logs (the console table grows), fill the disk until writes fail, then free it.
         let t0 = Instant::now();
         let console = loop {
             let found = std::fs::read_dir(&watcher_out)
@@ -106,7 +109,23 @@ async fn a_full_disk_during_a_lab_is_recorded_and_the_manifest_verifies() {
         let _ = f.write_all(&[0u8; 512]);
         let _ = f.flush();
         let before = lines(&console);
-        std::thread::sleep(Duration::from_secs(12));
+        // tmpfs hands out whole pages: the sink's last, partly written page still takes rows
+        // after the filler took every free page, so a fixed wait may see no failed write at
+        // all. Keep the disk full until the console table has not grown for 12 s (longer than
+        // loadgen's 10 s bucket interval, so at least one write was tried and failed), at most
+        // 90 s.
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let full_since = Instant::now();
+        let (mut last, mut unchanged_since) = (size(&console), Instant::now());
+        while unchanged_since.elapsed() < Duration::from_secs(12)
+            && full_since.elapsed() < Duration::from_secs(90)
+        {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = size(&console);
+            if now != last {
+                (last, unchanged_since) = (now, Instant::now());
+            }
+        }
         drop(f);
         std::fs::remove_file(&filler).unwrap();
         before
