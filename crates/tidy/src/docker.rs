@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::lexer::line_of;
-use crate::tree::{Crate, Kind, SourceFile};
+use crate::tree::{Crate, Kind, SourceFile, module_candidates};
 use crate::{Rule, Violation, Workspace};
 
 /// What a file that talks to Docker contains: the engine's client libraries, its CLI, or
@@ -103,17 +103,6 @@ fn target_files<'a>(krate: &'a Crate, target: &'a SourceFile) -> Vec<&'a SourceF
 /// The files `mod x;` items of `file` load (relative to the crate; `#[path]` honoured).
 fn declared_modules(file: &SourceFile) -> Vec<PathBuf> {
     let parent = file.in_crate.parent().unwrap_or(Path::new(""));
-    let stem = file
-        .in_crate
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("");
-    // A target's or mod.rs's children sit beside it; another file's under its own name.
-    let dir = if stem == "mod" || file.in_crate.parent() == Some(Path::new("tests")) {
-        parent.to_path_buf()
-    } else {
-        parent.join(stem)
-    };
     let mut out = Vec::new();
     let lines: Vec<&str> = file.no_comments.lines().collect();
     for (i, line) in lines.iter().enumerate() {
@@ -132,10 +121,7 @@ fn declared_modules(file: &SourceFile) -> Vec<PathBuf> {
             .and_then(|l| l.strip_suffix("\"]"));
         match path_attr {
             Some(p) => out.push(normalize(&parent.join(p))),
-            None => {
-                out.push(dir.join(format!("{}.rs", name.trim())));
-                out.push(dir.join(name.trim()).join("mod.rs"));
-            }
+            None => out.extend(module_candidates(&file.in_crate, name.trim())),
         }
     }
     out

@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::lexer::{line_of, word_offsets};
-use crate::tree::{Crate, Kind, SourceFile};
+use crate::tree::{Crate, Kind, SourceFile, module_candidates};
 use crate::{Rule, Violation, Workspace};
 
 /// The allowed `unsafe`: (file, how many `unsafe` tokens, why). Each one is documented where it
@@ -314,21 +314,7 @@ fn test_only_files(krate: &Crate) -> BTreeSet<PathBuf> {
             else {
                 continue;
             };
-            let parent = file.in_crate.parent().unwrap_or(Path::new(""));
-            let stem = file
-                .in_crate
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("");
-            let dir = if matches!(stem, "lib" | "main" | "mod") {
-                parent.to_path_buf()
-            } else {
-                parent.join(stem)
-            };
-            for candidate in [
-                dir.join(format!("{name}.rs")),
-                dir.join(name).join("mod.rs"),
-            ] {
+            for candidate in module_candidates(&file.in_crate, name) {
                 if krate.file(&candidate).is_some() {
                     out.insert(candidate);
                 }

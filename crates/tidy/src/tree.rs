@@ -182,3 +182,21 @@ fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), TidyError> {
     }
     Ok(())
 }
+
+/// The files a `mod name;` item of the file at `in_crate` (relative to its crate) may load, as
+/// rustc looks for them: `name.rs` or `name/mod.rs`, beside the file when it is a crate or test
+/// target root (`lib.rs`, `main.rs`, `tests/*.rs`) or a `mod.rs`, else under a directory named
+/// after it.
+pub fn module_candidates(in_crate: &Path, name: &str) -> [PathBuf; 2] {
+    let parent = in_crate.parent().unwrap_or(Path::new(""));
+    let stem = in_crate.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let dir = if matches!(stem, "lib" | "main" | "mod") || parent == Path::new("tests") {
+        parent.to_path_buf()
+    } else {
+        parent.join(stem)
+    };
+    [
+        dir.join(format!("{name}.rs")),
+        dir.join(name).join("mod.rs"),
+    ]
+}
