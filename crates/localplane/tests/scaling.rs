@@ -75,6 +75,23 @@ fn rows_with(lab: &Lab, reason: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Waits for the `ContainerTerminated` row with reason `ManuallyStopped` a scaled-in replica
+/// writes, as a retired one does.
+async fn wait_manually_stopped(lab: &Lab) {
+    eventually(Duration::from_secs(10), "ManuallyStopped row", || async {
+        lab.system_rows()
+            .iter()
+            .any(|r| {
+                r["Reason_s"] == "ContainerTerminated"
+                    && r["Log_s"]
+                        .as_str()
+                        .is_some_and(|l| l.contains("ManuallyStopped"))
+            })
+            .then_some(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_to_zero_then_a_request_waits_for_a_cold_start() {
     let lab = Lab::process().await;
@@ -97,18 +114,7 @@ async fn scale_to_zero_then_a_request_waits_for_a_cold_start() {
             .contains("from 1 to 0"),
         "{deactivated:?}"
     );
-    eventually(Duration::from_secs(10), "ManuallyStopped row", || async {
-        lab.system_rows()
-            .iter()
-            .any(|r| {
-                r["Reason_s"] == "ContainerTerminated"
-                    && r["Log_s"]
-                        .as_str()
-                        .is_some_and(|l| l.contains("ManuallyStopped"))
-            })
-            .then_some(())
-    })
-    .await;
+    wait_manually_stopped(&lab).await;
     // A request at zero is held while a replica starts (1 s startup) and becomes ready: no
     // error, only latency.
     let t = Instant::now();
@@ -182,18 +188,7 @@ async fn http_rule_scales_out_under_load_and_in_after_the_cooldown() {
         "scaled in {:?} after the load ended: sooner than the 3 s cooldown allows",
         t.elapsed()
     );
-    eventually(Duration::from_secs(10), "ManuallyStopped row", || async {
-        lab.system_rows()
-            .iter()
-            .any(|r| {
-                r["Reason_s"] == "ContainerTerminated"
-                    && r["Log_s"]
-                        .as_str()
-                        .is_some_and(|l| l.contains("ManuallyStopped"))
-            })
-            .then_some(())
-    })
-    .await;
+    wait_manually_stopped(&lab).await;
     assert!(
         rows_with(&lab, "SuccessfulRescale")
             .iter()
