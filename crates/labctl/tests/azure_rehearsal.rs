@@ -378,8 +378,10 @@ async fn a_lab_runs_through_the_azure_path_and_judges_as_the_local_one() {
             "plain",
             "--out",
             evidence.to_str().unwrap(),
+            // Longer than the stand-in's ingestion delay: a settle shorter than the delay can
+            // end in a lull before the run's last rows arrive.
             "--logs-settle",
-            "2s",
+            "6s",
             "--logs-settle-timeout",
             "90s",
         ],
@@ -388,9 +390,16 @@ async fn a_lab_runs_through_the_azure_path_and_judges_as_the_local_one() {
     let wall = started.elapsed();
     stage.stop().await;
     eprintln!("{stderr}");
+    // The pack goes with the temp dir: a verdict other than held prints its gates.
+    let gates = std::fs::read_dir(&evidence)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("gates.json")).ok())
+        .collect::<Vec<_>>()
+        .join("\n");
     assert_eq!(
         code, 0,
-        "labctl lab run --target azure (held):\n{stdout}\n{stderr}"
+        "labctl lab run --target azure (held):\n{stdout}\n{stderr}\ngates.json:\n{gates}"
     );
     eprintln!("azure rehearsal: {:.0} s", wall.as_secs_f64());
     let pack = only_pack(&evidence);
