@@ -318,19 +318,32 @@ async fn liveness_timeout_kills_and_restarts() {
     })
     .await;
     assert!(rc >= 1);
-    let sys = lab.system_rows();
+    // The sink writes its rows on its own thread, and the restart count rises before the new
+    // container's rows are written: wait for the restart's rows, not a moment after the count.
+    let restarted = |sys: &[Value]| {
+        sys.iter()
+            .filter(|r| r["Reason_s"] == "ContainerStarted")
+            .count()
+            >= 2
+    };
+    let sys = eventually(
+        Duration::from_secs(10),
+        "a second ContainerStarted row",
+        || async {
+            let sys = lab.system_rows();
+            restarted(&sys).then_some(sys)
+        },
+    )
+    .await;
     assert!(
         sys.iter().any(|r| r["Reason_s"] == "ProbeFailed"
             && r["Log_s"] == "Probe of Liveness failed with timeout in 1 seconds."),
         "{sys:?}"
     );
-    assert!(sys.iter().any(|r| r["Reason_s"] == "ContainerTerminated"
-        && r["Log_s"] == "Container 'subject' was terminated with reason 'ProbeFailure'"));
     assert!(
-        sys.iter()
-            .filter(|r| r["Reason_s"] == "ContainerStarted")
-            .count()
-            >= 2
+        sys.iter().any(|r| r["Reason_s"] == "ContainerTerminated"
+            && r["Log_s"] == "Container 'subject' was terminated with reason 'ProbeFailure'"),
+        "{sys:?}"
     );
     lab.stop().await;
 }
