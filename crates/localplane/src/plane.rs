@@ -211,31 +211,26 @@ impl App {
 
     pub fn revision_json(&self, r: &Revision) -> Value {
         let live: Vec<&Arc<Replica>> = r.replicas.iter().filter(|x| !x.is_done()).collect();
-        let any_ready = live
+        let views: Vec<ReplicaView> = live
             .iter()
-            .any(|x| x.ready() && !x.retiring.load(Ordering::SeqCst));
-        let (provisioning, running, health) = if !r.active {
-            if live.is_empty() {
-                ("Deprovisioned", "Stopped", "None")
-            } else {
-                ("Deprovisioning", "Stopped", "None")
-            }
-        } else if !r.provisioned {
-            ("Provisioning", "Processing", "None")
-        } else if any_ready {
-            // At `maxReplicas` Azure reports `RunningAtMaxScale` (a `min = max` app always is).
-            let serving = live
-                .iter()
-                .filter(|x| !x.retiring.load(Ordering::SeqCst))
-                .count();
-            if serving >= r.spec.scale.max_replicas as usize {
-                ("Provisioned", "RunningAtMaxScale", "Healthy")
-            } else {
-                ("Provisioned", "Running", "Healthy")
-            }
-        } else {
-            ("Provisioned", "Degraded", "Unhealthy")
-        };
+            .filter(|x| !x.retiring.load(Ordering::SeqCst))
+            .map(|x| {
+                let statuses = x.statuses();
+                ReplicaView {
+                    ready: x.ready(),
+                    restarted: statuses
+                        .iter()
+                        .any(|c| c.restart_count > 0 || c.details == "CrashLoopBackOff"),
+                }
+            })
+            .collect();
+        let (provisioning, running, health) = revision_state(
+            r.active,
+            r.provisioned,
+            !live.is_empty(),
+            &views,
+            r.spec.scale.max_replicas as usize,
+        );
         json!({
             "id": format!("{}/revisions/{}", self.id(), r.name),
             "name": r.name,
@@ -286,6 +281,59 @@ impl App {
                 "initContainers": [],
             }
         })
+    }
+}
+
+/// One serving (not retiring) replica, as [`revision_state`] sees it.
+#[derive(Clone, Copy, Debug)]
+struct ReplicaView {
+    /// Every container started and ready.
+    ready: bool,
+    /// A container was restarted (a probe kill or an exit) or waits in its back-off.
+    restarted: bool,
+}
+
+/// A revision's `(provisioningState, runningState, healthState)`:
+/// - inactive: `Deprovisioning` while replicas still stop, then `Deprovisioned`; `Stopped`;
+/// - active, never ready yet: `Provisioning`, `Processing` (a revision that never gets ready
+///   stays there, as Learn's deployment troubleshooting describes);
+/// - a ready serving replica: `Running`, or `RunningAtMaxScale` at `maxReplicas` (a `min = max`
+///   app always is), `Healthy`;
+/// - no ready replica, one of them restarted (liveness kills, crashes): `Failed`, `Unhealthy`;
+/// - no ready replica, none restarted (readiness failing): `Activating`, `Unhealthy`: the two
+///   states the original lab write-ups saw Azure report for these cases;
+/// - no serving replica at all (scaled to zero, or every container failed to be created):
+///   `Degraded`, `Unhealthy`.
+fn revision_state(
+    active: bool,
+    provisioned: bool,
+    any_live: bool,
+    serving: &[ReplicaView],
+    max_replicas: usize,
+) -> (&'static str, &'static str, &'static str) {
+    if !active {
+        return if any_live {
+            ("Deprovisioning", "Stopped", "None")
+        } else {
+            ("Deprovisioned", "Stopped", "None")
+        };
+    }
+    if !provisioned {
+        return ("Provisioning", "Processing", "None");
+    }
+    if serving.iter().any(|v| v.ready) {
+        return if serving.len() >= max_replicas {
+            ("Provisioned", "RunningAtMaxScale", "Healthy")
+        } else {
+            ("Provisioned", "Running", "Healthy")
+        };
+    }
+    if serving.iter().any(|v| v.restarted) {
+        ("Provisioned", "Failed", "Unhealthy")
+    } else if !serving.is_empty() {
+        ("Provisioned", "Activating", "Unhealthy")
+    } else {
+        ("Provisioned", "Degraded", "Unhealthy")
     }
 }
 
@@ -1055,6 +1103,58 @@ mod tests {
             env: vec![],
             probes: vec![],
         }
+    }
+
+    const READY: ReplicaView = ReplicaView {
+        ready: true,
+        restarted: false,
+    };
+    const UNREADY: ReplicaView = ReplicaView {
+        ready: false,
+        restarted: false,
+    };
+    const RESTARTED: ReplicaView = ReplicaView {
+        ready: false,
+        restarted: true,
+    };
+
+    #[test]
+    fn revision_states_follow_its_replicas() {
+        let st = |views: &[ReplicaView], max| revision_state(true, true, true, views, max);
+        // Ready below and at maxReplicas.
+        assert_eq!(st(&[READY, UNREADY], 3).1, "Running");
+        assert_eq!(st(&[READY, UNREADY], 2).1, "RunningAtMaxScale");
+        assert_eq!(
+            st(&[READY], 1),
+            ("Provisioned", "RunningAtMaxScale", "Healthy")
+        );
+        // One ready replica keeps the revision Running whatever the others do.
+        assert_eq!(st(&[READY, RESTARTED], 3).1, "Running");
+        // No ready replica: readiness failing is Activating, a restarted one makes it Failed.
+        assert_eq!(
+            st(&[UNREADY, UNREADY], 3),
+            ("Provisioned", "Activating", "Unhealthy")
+        );
+        assert_eq!(
+            st(&[UNREADY, RESTARTED], 3),
+            ("Provisioned", "Failed", "Unhealthy")
+        );
+        // None serving.
+        assert_eq!(st(&[], 3), ("Provisioned", "Degraded", "Unhealthy"));
+        // Never ready yet: Provisioning, whatever the replicas do.
+        assert_eq!(
+            revision_state(true, false, true, &[RESTARTED], 1),
+            ("Provisioning", "Processing", "None")
+        );
+        // Inactive.
+        assert_eq!(
+            revision_state(false, true, true, &[READY], 1),
+            ("Deprovisioning", "Stopped", "None")
+        );
+        assert_eq!(
+            revision_state(false, true, false, &[], 1),
+            ("Deprovisioned", "Stopped", "None")
+        );
     }
 
     /// `spawn_replica` passes the ingress target port to the first container only, so a
