@@ -17,22 +17,19 @@
 //! Stages are classified where they fail: resolving (`dns`), TCP connect (`connect`), TLS
 //! handshake (`tls`), then the exchange itself (`reset`, `timeout`, `protocol`, ...).
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use http::Uri;
 use http::header::{HeaderName, HeaderValue};
-use rustls_pki_types::ServerName;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 use tokio_util::either::Either;
 
 use crate::config::ConnMode;
 use crate::h1::{self, ExchangeError, Wanted};
+use crate::target::Target;
 
 /// The result of one request, before attribution to a window.
 pub struct Response {
@@ -42,100 +39,6 @@ pub struct Response {
     pub err_msg: Option<String>,
     pub revision: Option<HeaderValue>,
     pub replica: Option<HeaderValue>,
-}
-
-/// Where requests go, computed once from the URL when the configuration is validated.
-pub struct Target {
-    uri: Uri,
-    host: String,
-    port: u16,
-    /// The address when the host is an IP literal (no lookup per connection).
-    literal: Option<SocketAddr>,
-    tls: Option<(TlsConnector, ServerName<'static>)>,
-    /// The whole request of each mode, written as it is on every exchange.
-    keep_alive_request: Box<[u8]>,
-    close_request: Box<[u8]>,
-}
-
-/// Why a client could not be built from a URL.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("{0}: no host")]
-    NoHost(Uri),
-    #[error("{0}: https needs a TLS configuration")]
-    NoTls(Uri),
-    #[error("{0}: {1}")]
-    Invalid(Uri, String),
-}
-
-impl std::fmt::Debug for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Target")
-            .field("uri", &self.uri)
-            .field("tls", &self.tls.is_some())
-            .finish()
-    }
-}
-
-impl Target {
-    /// Checks the URL (an `https://` one needs `tls`) and precomputes what every request needs.
-    pub fn new(uri: &Uri, tls: Option<&Arc<rustls::ClientConfig>>) -> Result<Target, ClientError> {
-        let authority = uri
-            .authority()
-            .ok_or_else(|| ClientError::NoHost(uri.clone()))?;
-        let https = uri.scheme_str() == Some("https");
-        let host = authority
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned();
-        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
-        let host_part = authority.as_str().rsplit('@').next().unwrap_or_default();
-        // The request line and Host header must be valid header text: checked here once.
-        HeaderValue::from_str(host_part)
-            .map_err(|e| ClientError::Invalid(uri.clone(), e.to_string()))?;
-        let path = match uri.query() {
-            Some(q) => format!("{}?{q}", uri.path()),
-            None => uri.path().to_owned(),
-        };
-        if path
-            .bytes()
-            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
-        {
-            return Err(ClientError::Invalid(
-                uri.clone(),
-                "the path holds whitespace or a control character".into(),
-            ));
-        }
-        let literal = host
-            .parse::<std::net::IpAddr>()
-            .ok()
-            .map(|ip| SocketAddr::new(ip, port));
-        let tls = if https {
-            let cfg = tls.ok_or_else(|| ClientError::NoTls(uri.clone()))?;
-            let name = ServerName::try_from(host.clone())
-                .map_err(|e| ClientError::Invalid(uri.clone(), e.to_string()))?;
-            Some((TlsConnector::from(cfg.clone()), name))
-        } else {
-            None
-        };
-        let request = |connection: &str| {
-            format!(
-                "GET {path} HTTP/1.1\r\nhost: {host_part}\r\nuser-agent: {UA}\r\n{connection}\r\n"
-            )
-            .into_bytes()
-            .into_boxed_slice()
-        };
-        Ok(Target {
-            uri: uri.clone(),
-            host,
-            port,
-            literal,
-            keep_alive_request: request(""),
-            close_request: request("connection: close\r\n"),
-            tls,
-        })
-    }
 }
 
 /// A failed request, by the stage that failed.
@@ -207,8 +110,6 @@ pub struct HttpClient {
     revision_header: HeaderName,
     replica_header: HeaderName,
 }
-
-const UA: &str = concat!("probelab-loadgen/", env!("CARGO_PKG_VERSION"));
 
 impl HttpClient {
     /// A client for `target`. `max_conns` only sizes the idle list: the connection bound comes
@@ -413,26 +314,6 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
         src = x.source();
     }
     s
-}
-
-/// Classifies an I/O error of an exchange on an established connection by the first
-/// `std::io::Error` in its chain: `reset`, `timeout`, `connect` or `other`.
-pub fn classify(e: &(dyn std::error::Error + 'static)) -> &'static str {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(x) = cur {
-        if let Some(io) = x.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::*;
-            match io.kind() {
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => return "reset",
-                TimedOut => return "timeout",
-                ConnectionRefused | AddrNotAvailable | NotConnected | HostUnreachable
-                | NetworkUnreachable => return "connect",
-                _ => {}
-            }
-        }
-        cur = x.source();
-    }
-    "other"
 }
 
 /// The error class of a response whose status is not ok: `http_5xx`, `http_4xx`, ...

@@ -10,8 +10,8 @@ use http::Uri;
 use labkit::config::parse_duration;
 use serde::Serialize;
 
-use crate::client::Target;
 use crate::profile::Profile;
+use crate::target::Target;
 use crate::tls::{DEFAULT_CA_FILE, TlsError};
 
 /// The longest run we accept: the run always ends by itself.

@@ -42,11 +42,31 @@ impl ExchangeError {
     /// The error class, as for hyper's errors: `reset`, `timeout`, `protocol`, ...
     pub fn class(&self) -> &'static str {
         match self {
-            ExchangeError::NotSent(e) | ExchangeError::Io(e) => crate::client::classify(e),
+            ExchangeError::NotSent(e) | ExchangeError::Io(e) => classify(e),
             ExchangeError::Closed(_) => "reset",
             ExchangeError::Malformed(_) => "protocol",
         }
     }
+}
+
+/// Classifies an I/O error of an exchange on an established connection by the first
+/// `std::io::Error` in its chain: `reset`, `timeout`, `connect` or `other`.
+pub fn classify(e: &(dyn std::error::Error + 'static)) -> &'static str {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(x) = cur {
+        if let Some(io) = x.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            match io.kind() {
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => return "reset",
+                TimedOut => return "timeout",
+                ConnectionRefused | AddrNotAvailable | NotConnected | HostUnreachable
+                | NetworkUnreachable => return "connect",
+                _ => {}
+            }
+        }
+        cur = x.source();
+    }
+    "other"
 }
 
 /// What loadgen keeps of a complete response.

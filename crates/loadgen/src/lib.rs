@@ -23,6 +23,7 @@ pub mod h1;
 pub mod pacer;
 pub mod profile;
 pub mod stats;
+pub mod target;
 pub mod tls;
 
 use std::future::Future;
