@@ -16,18 +16,10 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ArmError;
-use crate::faults::{self, Faults};
+use crate::faults;
+use crate::handler::{ApiState, op_urls, parse_body, valid_name, with_lro};
 use crate::model::{Knobs, from_json, ingress_spec, merge_patch, secrets_of, template_spec};
 use crate::plane::{App, EnvRes, OpStatus, Plane, Revision, key, random_suffix};
-
-/// The api-version localplane reports in the URLs it hands out.
-pub const API_VERSION: &str = "2025-07-01";
-
-#[derive(Clone)]
-pub struct ApiState {
-    pub plane: Arc<Plane>,
-    pub faults: Faults,
-}
 
 type ArmResult = Result<Response, ArmError>;
 
@@ -248,50 +240,6 @@ async fn require_api_version(req: Request, next: Next) -> Response {
         .into_response();
     }
     next.run(req).await
-}
-
-pub fn parse_body(body: &Bytes) -> Result<Value, ArmError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        ArmError::bad_request(
-            "InvalidRequestContent",
-            format!("The request content was invalid and could not be deserialized: {e}"),
-        )
-    })?;
-    if !v.is_object() {
-        return Err(ArmError::bad_request(
-            "InvalidRequestContent",
-            "The request content must be a JSON object.",
-        ));
-    }
-    Ok(v)
-}
-
-/// Container app names: 2-32 lowercase letters, digits and '-', starting with a letter, ending
-/// with a letter or digit, no '--'.
-pub fn valid_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    (2..=32).contains(&b.len())
-        && b[0].is_ascii_lowercase()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b.last().is_some_and(|c| c.is_ascii_alphanumeric())
-        && !name.contains("--")
-}
-
-pub fn with_lro(mut resp: Response, plane: &Plane, op_id: &str, location: bool) -> Response {
-    let st = plane.lock();
-    if let Some(op) = st.ops.get(op_id) {
-        let (status_url, result_url) = plane.op_urls(op);
-        let h = resp.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(&status_url) {
-            h.insert("azure-asyncoperation", v);
-        }
-        if location && let Ok(v) = HeaderValue::from_str(&result_url) {
-            h.insert(http::header::LOCATION, v);
-        }
-        h.insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    resp
 }
 
 async fn put_env(
@@ -892,7 +840,7 @@ async fn op_result(
     };
     match o.status {
         OpStatus::InProgress => {
-            let (_, result_url) = s.plane.op_urls(&o);
+            let (_, result_url) = op_urls(&s.plane, &o);
             let mut resp = StatusCode::ACCEPTED.into_response();
             if let Ok(v) = HeaderValue::from_str(&result_url) {
                 resp.headers_mut().insert(http::header::LOCATION, v);
@@ -917,7 +865,7 @@ async fn op_result(
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_app_body, valid_name};
+    use super::parse_app_body;
     use serde_json::{Value, json};
 
     /// The PUT body of the spec's `ContainerApps_CreateOrUpdate` example (2024-03-01), the
@@ -968,16 +916,5 @@ mod tests {
             "{}",
             e.message
         );
-    }
-
-    #[test]
-    fn app_names() {
-        assert!(valid_name("subject"));
-        assert!(valid_name("a1-b2"));
-        assert!(!valid_name("Subject"));
-        assert!(!valid_name("a--b"));
-        assert!(!valid_name("1abc"));
-        assert!(!valid_name("a"));
-        assert!(!valid_name("abc-"));
     }
 }

@@ -11,7 +11,9 @@ pub mod api;
 pub mod cron;
 pub mod error;
 pub mod faults;
+pub mod handler;
 pub mod ingress;
+pub mod job;
 pub mod jobs;
 pub mod logsink;
 pub mod model;
@@ -115,7 +117,7 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
     });
     persist::restore(&plane)?;
     let faults = faults::Faults::new(shutdown.clone());
-    let app = api::router(api::ApiState {
+    let app = api::router(handler::ApiState {
         plane: plane.clone(),
         faults,
     });

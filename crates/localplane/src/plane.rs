@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::ingress::{Backend, Routes};
-use crate::jobs::Job;
+use crate::job::Job;
 use crate::logsink::{Level, Owner, Sink};
 use crate::model::{IngressSpec, Knobs, ReadyPolicy, TemplateSpec};
 use crate::replica::{Replica, SupCtx, supervise};
@@ -412,25 +412,6 @@ impl Plane {
             },
         );
         id
-    }
-
-    pub fn op_urls(&self, op: &Op) -> (String, String) {
-        let base = format!(
-            "{}/subscriptions/{}/providers/Microsoft.App/locations/{}",
-            self.ctx.base_url, op.sub, op.location
-        );
-        (
-            format!(
-                "{base}/containerappOperationStatuses/{}?api-version={}",
-                op.id,
-                crate::api::API_VERSION
-            ),
-            format!(
-                "{base}/containerappOperationResults/{}?api-version={}",
-                op.id,
-                crate::api::API_VERSION
-            ),
-        )
     }
 
     pub fn finish_op(st: &mut State, id: &str, status: OpStatus, error: Option<(String, String)>) {

@@ -1,0 +1,211 @@
+//! A Container Apps job as the plane keeps it: its trigger and configuration (read from the
+//! resource's `properties.configuration` by [`parse_config`]), its executions with their status,
+//! and the ARM JSON of both. Below `plane`, which stores jobs, and `jobs`, which serves and runs
+//! them.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use labkit::Timestamp;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::cron::Cron;
+use crate::error::ArmError;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Trigger {
+    Manual,
+    Schedule(Cron),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobConfig {
+    pub trigger: Trigger,
+    pub replica_timeout: Duration,
+    pub retry_limit: u32,
+}
+
+pub struct Job {
+    pub sub: String,
+    pub rg: String,
+    pub name: String,
+    pub location: String,
+    pub tags: Value,
+    pub properties: Value,
+    pub config: JobConfig,
+    pub executions: Vec<Execution>,
+    pub scheduler_stop: CancellationToken,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecStatus {
+    Running,
+    Processing,
+    Stopped,
+    Failed,
+    Succeeded,
+}
+
+impl ExecStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecStatus::Running => "Running",
+            ExecStatus::Processing => "Processing",
+            ExecStatus::Stopped => "Stopped",
+            ExecStatus::Failed => "Failed",
+            ExecStatus::Succeeded => "Succeeded",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct ExecState {
+    pub status: ExecStatus,
+    pub end: Option<Timestamp>,
+}
+
+pub struct Execution {
+    pub name: String,
+    pub start: Timestamp,
+    pub template: Value,
+    pub state: Arc<Mutex<ExecState>>,
+    pub cancel: CancellationToken,
+}
+
+impl Job {
+    pub fn id(&self) -> String {
+        format!(
+            "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.App/jobs/{}",
+            self.sub, self.rg, self.name
+        )
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut props = self.properties.clone();
+        if let Some(p) = props.as_object_mut() {
+            p.insert("provisioningState".into(), json!("Succeeded"));
+            p.insert("runningState".into(), json!("Ready"));
+            p.insert("outboundIpAddresses".into(), json!(["127.0.0.1"]));
+            p.insert(
+                "eventStreamEndpoint".into(),
+                json!(format!("{}/eventstream", self.id())),
+            );
+        }
+        json!({
+            "id": self.id(),
+            "name": self.name,
+            "type": "Microsoft.App/jobs",
+            "location": self.location,
+            "tags": self.tags,
+            "properties": props,
+        })
+    }
+
+    pub fn execution_json(&self, e: &Execution) -> Value {
+        let (status, end) = e
+            .state
+            .lock()
+            .map(|s| (s.status, s.end))
+            .unwrap_or((ExecStatus::Running, None));
+        let mut props = json!({
+            "status": status.as_str(),
+            "startTime": e.start.to_rfc3339_s(),
+            "template": e.template,
+        });
+        if let Some(end) = end {
+            props["endTime"] = json!(end.to_rfc3339_s());
+        }
+        json!({
+            "id": format!("{}/executions/{}", self.id(), e.name),
+            "name": e.name,
+            "type": "Microsoft.App/jobs/executions",
+            "properties": props,
+        })
+    }
+}
+
+pub fn parse_config(props: &Value) -> Result<JobConfig, ArmError> {
+    let cfg = props
+        .get("configuration")
+        .filter(|c| c.is_object())
+        .ok_or_else(|| {
+            ArmError::bad_request(
+                "InvalidRequestContent",
+                "'properties.configuration' is required",
+            )
+        })?;
+    let replica_timeout = cfg
+        .get("replicaTimeout")
+        .and_then(Value::as_u64)
+        .filter(|t| *t > 0)
+        .ok_or_else(|| {
+            ArmError::bad_request(
+                "InvalidRequestContent",
+                "'configuration.replicaTimeout' must be a positive integer (seconds)",
+            )
+        })?;
+    let retry_limit = cfg
+        .get("replicaRetryLimit")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let trigger = match cfg.get("triggerType").and_then(Value::as_str) {
+        Some(t) if t.eq_ignore_ascii_case("Manual") => Trigger::Manual,
+        Some(t) if t.eq_ignore_ascii_case("Schedule") => {
+            let expr = cfg
+                .get("scheduleTriggerConfig")
+                .and_then(|s| s.get("cronExpression"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    ArmError::bad_request(
+                        "InvalidRequestContent",
+                        "'scheduleTriggerConfig.cronExpression' is required for triggerType Schedule",
+                    )
+                })?;
+            Trigger::Schedule(Cron::parse(expr).map_err(|e| {
+                ArmError::bad_request(
+                    "JobInvalidCronExpression",
+                    format!("cronExpression '{expr}': {e}"),
+                )
+            })?)
+        }
+        Some(t) if t.eq_ignore_ascii_case("Event") => {
+            return Err(ArmError::bad_request(
+                "InvalidRequestContent",
+                "localplane supports triggerType Manual and Schedule, not Event",
+            ));
+        }
+        other => {
+            return Err(ArmError::bad_request(
+                "InvalidRequestContent",
+                format!(
+                    "'configuration.triggerType' must be Manual, Schedule or Event, got {other:?}"
+                ),
+            ));
+        }
+    };
+    Ok(JobConfig {
+        trigger,
+        replica_timeout: Duration::from_secs(replica_timeout),
+        retry_limit: u32::try_from(retry_limit).unwrap_or(u32::MAX),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_validation() {
+        assert!(
+            parse_config(&json!({"configuration":{"triggerType":"Manual","replicaTimeout":60}}))
+                .is_ok()
+        );
+        assert!(parse_config(&json!({"configuration":{"triggerType":"Schedule","replicaTimeout":60,"scheduleTriggerConfig":{"cronExpression":"*/5 * * * *"}}})).is_ok());
+        assert!(
+            parse_config(&json!({"configuration":{"triggerType":"Schedule","replicaTimeout":60}}))
+                .is_err()
+        );
+        assert!(parse_config(&json!({"configuration":{"triggerType":"Manual"}})).is_err());
+    }
+}
