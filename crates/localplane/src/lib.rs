@@ -1,8 +1,8 @@
 //! localplane: a local emulator of the parts of Azure Container Apps the labs exercise.
 //!
 //! It speaks a subset of the Microsoft.App ARM REST API ([`api`]), keeps apps, revisions,
-//! replicas and jobs ([`plane`], [`jobs`]), runs containers as Docker containers or child
-//! processes ([`runtime`]), probes them with kubelet's semantics ([`prober`], [`replica`]),
+//! replicas and jobs ([`plane`], [`job`], [`jobs`]), runs containers as Docker containers or
+//! child processes ([`runtime`]), probes them with kubelet's semantics ([`prober`], [`replica`]),
 //! routes traffic through a per-app reverse proxy ([`ingress`]) and writes Log Analytics shaped
 //! rows ([`logsink`]). Entry point: [`start`].
 
