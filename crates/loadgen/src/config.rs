@@ -400,20 +400,7 @@ fn auto_threads(total_rate: f64) -> usize {
 impl Args {
     /// Validates the arguments into a runnable [`Config`].
     pub fn into_config(self) -> Result<Config, ConfigError> {
-        if self.duration.is_zero() || self.duration > MAX_DURATION {
-            return Err(ConfigError::Duration(self.duration));
-        }
-        if self.timeout.is_zero() || self.timeout > MAX_TIMEOUT {
-            return Err(ConfigError::Timeout(self.timeout));
-        }
-        if self.bucket.subsec_nanos() != 0 || self.bucket.is_zero() {
-            return Err(ConfigError::Bucket(self.bucket));
-        }
-        if self.pacing > Duration::from_secs(1) {
-            return Err(ConfigError::Pacing(self.pacing));
-        }
-        check_rate(self.rate)?;
-        check_rate(self.start_rate)?;
+        self.check_limits()?;
         let uri = parse_uri(&self.url)?;
         // Side streams share the main URL's scheme and host, so one TLS configuration serves all.
         let tls = match uri.scheme_str() {
@@ -428,33 +415,7 @@ impl Args {
                 .map(Arc::new)
                 .map_err(|e| ConfigError::Target(e.to_string()))
         };
-        let secs = self.duration.as_secs_f64();
-        let open = |p: Profile| Model::Open(p);
-        let model = match (&self.workers, &self.stages, self.staircase.is_empty()) {
-            (Some(_), Some(_), _) | (Some(_), _, false) => {
-                return Err(ConfigError::Conflict(
-                    "--workers (closed model) does not combine with --stages or --staircase",
-                ));
-            }
-            (None, Some(_), false) => {
-                return Err(ConfigError::Conflict(
-                    "choose --stages or --staircase, not both",
-                ));
-            }
-            (Some(0), _, _) => return Err(ConfigError::Conflict("--workers must be ≥ 1")),
-            (Some(w), None, true) => Model::Closed {
-                workers: *w,
-                think: self.think,
-            },
-            (None, Some(st), true) => open(Profile::stages(self.start_rate, &parse_stages(st)?)),
-            (None, None, false) => {
-                for r in &self.staircase {
-                    check_rate(*r)?;
-                }
-                open(Profile::staircase(&self.staircase, self.step, self.pause))
-            }
-            (None, None, true) => open(Profile::constant(self.rate, secs)),
-        };
+        let model = self.main_model()?;
         let peak = match &model {
             Model::Open(p) => p.peak_rate(),
             Model::Closed { .. } => 0.0,
@@ -463,10 +424,6 @@ impl Args {
             (Model::Closed { workers, .. }, _) => *workers,
             (_, Some(n)) => n.max(1),
             (_, None) => default_in_flight(peak),
-        };
-        let header = |s: &str| {
-            http::header::HeaderName::from_bytes(s.trim().as_bytes())
-                .map_err(|_| ConfigError::Header(s.to_owned()))
         };
         let mut scenarios = vec![ScenarioConfig {
             name: "main".into(),
@@ -479,35 +436,8 @@ impl Args {
             log_requests: self.log_requests,
         }];
         for s in &self.also {
-            let side = parse_side(s)?;
-            if scenarios.iter().any(|x| x.name == side.name) {
-                return Err(ConfigError::Also(s.clone(), "duplicate name".into()));
-            }
-            let mut parts = uri.clone().into_parts();
-            parts.path_and_query = Some(
-                side.path
-                    .parse()
-                    .map_err(|_| ConfigError::Also(s.clone(), "bad path".into()))?,
-            );
-            let side_uri =
-                Uri::from_parts(parts).map_err(|e| ConfigError::Also(s.clone(), e.to_string()))?;
-            let timeout = side.timeout.unwrap_or(self.timeout);
-            if timeout.is_zero() || timeout > MAX_TIMEOUT {
-                return Err(ConfigError::Timeout(timeout));
-            }
-            scenarios.push(ScenarioConfig {
-                name: side.name,
-                target: target(&side_uri)?,
-                uri: side_uri,
-                model: Model::Open(Profile::constant(side.rate, secs)),
-                timeout,
-                connection: side.connection.unwrap_or(self.connection),
-                max_in_flight: side
-                    .max_in_flight
-                    .unwrap_or(default_in_flight(side.rate))
-                    .max(1),
-                log_requests: side.log_requests,
-            });
+            let side = self.side_scenario(s, &uri, &scenarios, &target)?;
+            scenarios.push(side);
         }
         let total_rate: f64 = scenarios
             .iter()
@@ -520,10 +450,129 @@ impl Args {
             Some(n) => n.max(1),
             None => auto_threads(total_rate),
         };
-        let echo = serde_json::json!({
+        let echo = self.echo(max_in_flight, threads);
+        let header = |s: &str| {
+            http::header::HeaderName::from_bytes(s.trim().as_bytes())
+                .map_err(|_| ConfigError::Header(s.to_owned()))
+        };
+        Ok(Config {
+            ok_status: parse_status_set(&self.ok_status)?,
+            revision_header: header(&self.revision_header)?,
+            replica_header: header(&self.replica_header)?,
+            run_id: self.run_id,
+            perturbation_id: self.perturbation_id,
+            duration: self.duration,
+            bucket: self.bucket,
+            grace: self.grace,
+            pacing: self.pacing,
+            threads,
+            scenarios,
+            echo,
+        })
+    }
+
+    /// The bounds every run keeps: duration, timeout, bucket, pacing and the rates.
+    fn check_limits(&self) -> Result<(), ConfigError> {
+        if self.duration.is_zero() || self.duration > MAX_DURATION {
+            return Err(ConfigError::Duration(self.duration));
+        }
+        if self.timeout.is_zero() || self.timeout > MAX_TIMEOUT {
+            return Err(ConfigError::Timeout(self.timeout));
+        }
+        if self.bucket.subsec_nanos() != 0 || self.bucket.is_zero() {
+            return Err(ConfigError::Bucket(self.bucket));
+        }
+        if self.pacing > Duration::from_secs(1) {
+            return Err(ConfigError::Pacing(self.pacing));
+        }
+        check_rate(self.rate)?;
+        check_rate(self.start_rate)?;
+        Ok(())
+    }
+
+    /// The main scenario's model: closed (`--workers`), stages, staircase or a constant rate;
+    /// the combinations that contradict each other are refused.
+    fn main_model(&self) -> Result<Model, ConfigError> {
+        let open = |p: Profile| Model::Open(p);
+        Ok(
+            match (&self.workers, &self.stages, self.staircase.is_empty()) {
+                (Some(_), Some(_), _) | (Some(_), _, false) => {
+                    return Err(ConfigError::Conflict(
+                        "--workers (closed model) does not combine with --stages or --staircase",
+                    ));
+                }
+                (None, Some(_), false) => {
+                    return Err(ConfigError::Conflict(
+                        "choose --stages or --staircase, not both",
+                    ));
+                }
+                (Some(0), _, _) => return Err(ConfigError::Conflict("--workers must be ≥ 1")),
+                (Some(w), None, true) => Model::Closed {
+                    workers: *w,
+                    think: self.think,
+                },
+                (None, Some(st), true) => {
+                    open(Profile::stages(self.start_rate, &parse_stages(st)?))
+                }
+                (None, None, false) => {
+                    for r in &self.staircase {
+                        check_rate(*r)?;
+                    }
+                    open(Profile::staircase(&self.staircase, self.step, self.pause))
+                }
+                (None, None, true) => {
+                    open(Profile::constant(self.rate, self.duration.as_secs_f64()))
+                }
+            },
+        )
+    }
+
+    /// The side stream `--also s`: the main URL with the side's path, a constant rate for the
+    /// whole run; its name must be new among `scenarios`.
+    fn side_scenario(
+        &self,
+        s: &str,
+        uri: &Uri,
+        scenarios: &[ScenarioConfig],
+        target: &impl Fn(&Uri) -> Result<Arc<Target>, ConfigError>,
+    ) -> Result<ScenarioConfig, ConfigError> {
+        let side = parse_side(s)?;
+        if scenarios.iter().any(|x| x.name == side.name) {
+            return Err(ConfigError::Also(s.to_owned(), "duplicate name".into()));
+        }
+        let mut parts = uri.clone().into_parts();
+        parts.path_and_query = Some(
+            side.path
+                .parse()
+                .map_err(|_| ConfigError::Also(s.to_owned(), "bad path".into()))?,
+        );
+        let side_uri =
+            Uri::from_parts(parts).map_err(|e| ConfigError::Also(s.to_owned(), e.to_string()))?;
+        let timeout = side.timeout.unwrap_or(self.timeout);
+        if timeout.is_zero() || timeout > MAX_TIMEOUT {
+            return Err(ConfigError::Timeout(timeout));
+        }
+        Ok(ScenarioConfig {
+            name: side.name,
+            target: target(&side_uri)?,
+            uri: side_uri,
+            model: Model::Open(Profile::constant(side.rate, self.duration.as_secs_f64())),
+            timeout,
+            connection: side.connection.unwrap_or(self.connection),
+            max_in_flight: side
+                .max_in_flight
+                .unwrap_or(default_in_flight(side.rate))
+                .max(1),
+            log_requests: side.log_requests,
+        })
+    }
+
+    /// The flags as given (with the `max_in_flight` and `threads` chosen), for the `meta` line.
+    fn echo(&self, max_in_flight: usize, threads: usize) -> serde_json::Value {
+        serde_json::json!({
             "url": self.url,
             "rate": self.rate,
-            "duration_s": secs,
+            "duration_s": self.duration.as_secs_f64(),
             "bucket_s": self.bucket.as_secs(),
             "timeout_s": self.timeout.as_secs_f64(),
             "max_in_flight": max_in_flight,
@@ -545,20 +594,6 @@ impl Args {
             "threads": threads,
             "ca_file": self.ca_file,
             "insecure": self.insecure,
-        });
-        Ok(Config {
-            run_id: self.run_id,
-            perturbation_id: self.perturbation_id,
-            duration: self.duration,
-            bucket: self.bucket,
-            grace: self.grace,
-            pacing: self.pacing,
-            threads,
-            ok_status: parse_status_set(&self.ok_status)?,
-            revision_header: header(&self.revision_header)?,
-            replica_header: header(&self.replica_header)?,
-            scenarios,
-            echo,
         })
     }
 }

@@ -190,15 +190,11 @@ fn now_wall_ms() -> i64 {
 pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -> Report {
     let start = Instant::now();
     let start_wall_ms = now_wall_ms();
-    out.emit(Meta {
-        ts: Timestamp::from_epoch_ms(start_wall_ms),
-        run_id: cfg.run_id.clone(),
-        perturbation_id: cfg.perturbation_id.clone(),
-        phase: MetaPhase::Start,
-        tool: "loadgen".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        config: cfg.echo.clone(),
-    });
+    out.emit(meta(
+        &cfg,
+        Timestamp::from_epoch_ms(start_wall_ms),
+        MetaPhase::Start,
+    ));
 
     let run_len = match &cfg.scenarios[0].model {
         Model::Open(p) => cfg.duration.min(Duration::from_secs_f64(p.secs())),
@@ -208,8 +204,62 @@ pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -
     let (tx, rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
 
-    let scns: Vec<Arc<Scn>> = cfg
-        .scenarios
+    let scns = scenarios(&cfg, &tx, start, start_wall_ms);
+    drop(tx);
+
+    let agg = Aggregator::new(&cfg, &scns, out.clone(), start, start_wall_ms, run_len);
+    let agg = tokio::spawn(agg.run(rx));
+
+    let schedulers = spawn_load(&cfg, &scns, run_len, end, &cancel);
+
+    tokio::pin!(shutdown);
+    let interrupted = tokio::select! {
+        _ = tokio::time::sleep_until(end) => false,
+        _ = &mut shutdown => true,
+    };
+    if interrupted {
+        cancel.cancel();
+    }
+    let interrupted =
+        stop_schedulers(schedulers, &cancel, end, interrupted, shutdown.as_mut()).await;
+    // Closed-model workers stop between requests.
+    cancel.cancel();
+    let elapsed = Instant::now().saturating_duration_since(start).min(run_len);
+    wait_in_flight(&scns, cfg.grace, interrupted, shutdown.as_mut()).await;
+    let _ = scns[0].tx.send(Msg::Finish {
+        interrupted,
+        elapsed,
+    });
+    let summaries = agg.await.unwrap_or_default();
+    out.emit(meta(&cfg, Timestamp::now(), MetaPhase::End));
+    Report {
+        summaries,
+        interrupted,
+    }
+}
+
+/// The `meta` line of `phase` (start or end of the run), at `ts`.
+fn meta(cfg: &Config, ts: Timestamp, phase: MetaPhase) -> Meta {
+    Meta {
+        ts,
+        run_id: cfg.run_id.clone(),
+        perturbation_id: cfg.perturbation_id.clone(),
+        phase,
+        tool: "loadgen".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        config: cfg.echo.clone(),
+    }
+}
+
+/// The shared state of each scenario, reporting to the aggregator over `tx`; an open-model
+/// scenario gets its pooled client here (a closed-model worker makes its own).
+fn scenarios(
+    cfg: &Config,
+    tx: &mpsc::UnboundedSender<Msg>,
+    start: Instant,
+    start_wall_ms: i64,
+) -> Vec<Arc<Scn>> {
+    cfg.scenarios
         .iter()
         .enumerate()
         .map(|(idx, sc)| {
@@ -236,14 +286,21 @@ pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -
                 want_msg: sc.log_requests != LogRequests::None,
             })
         })
-        .collect();
-    drop(tx);
+        .collect()
+}
 
-    let agg = Aggregator::new(&cfg, &scns, out.clone(), start, start_wall_ms, run_len);
-    let agg = tokio::spawn(agg.run(rx));
-
-    let mut schedulers = Vec::new(); // open-model schedulers end by themselves at `end`
-    for s in &scns {
+/// Spawns one scheduler per open-model scenario (side streams hold their peak rate for the
+/// whole run) and the workers of a closed-model one; returns the schedulers, which end by
+/// themselves at `end`.
+fn spawn_load(
+    cfg: &Config,
+    scns: &[Arc<Scn>],
+    run_len: Duration,
+    end: Instant,
+    cancel: &CancellationToken,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut schedulers = Vec::new();
+    for s in scns {
         match &s.cfg.model {
             Model::Open(p) => {
                 let profile = if s.idx == 0 {
@@ -274,19 +331,23 @@ pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -
             }
         }
     }
+    schedulers
+}
 
-    tokio::pin!(shutdown);
-    let mut interrupted = tokio::select! {
-        _ = tokio::time::sleep_until(end) => false,
-        _ = &mut shutdown => true,
-    };
-    // At the natural end the open-model schedulers finish by themselves once their last arrival
-    // before `end` is sent; one woken a little late (pacing slack, a busy thread) still sends
-    // it. Only a scheduler still behind SCHEDULER_LAG_AT_END later is stopped, and what it has
-    // not sent counts as dropped; a signal stops them at once.
-    if interrupted {
-        cancel.cancel();
-    }
+/// Waits for the open-model schedulers to end; returns whether the run was interrupted (by
+/// then or during the wait).
+///
+/// At the natural end the schedulers finish by themselves once their last arrival before `end`
+/// is sent; one woken a little late (pacing slack, a busy thread) still sends it. Only a
+/// scheduler still behind [`SCHEDULER_LAG_AT_END`] later is stopped, and what it has not sent
+/// counts as dropped; a signal stops them at once.
+async fn stop_schedulers(
+    schedulers: Vec<tokio::task::JoinHandle<()>>,
+    cancel: &CancellationToken,
+    end: Instant,
+    mut interrupted: bool,
+    mut shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> bool {
     let lag_deadline = tokio::time::sleep_until(end + SCHEDULER_LAG_AT_END);
     tokio::pin!(lag_deadline);
     for mut h in schedulers {
@@ -300,15 +361,21 @@ pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -
         }
         let _ = h.await;
     }
-    // Closed-model workers stop between requests.
-    cancel.cancel();
-    let elapsed = Instant::now().saturating_duration_since(start).min(run_len);
-    // Wait for in-flight requests: up to the longest timeout after a natural end, up to --grace
-    // after a signal (or a signal during the wait).
+    interrupted
+}
+
+/// Waits for in-flight requests: up to the longest timeout after a natural end, up to `grace`
+/// after a signal (or a signal during the wait).
+async fn wait_in_flight(
+    scns: &[Arc<Scn>],
+    grace: Duration,
+    interrupted: bool,
+    mut shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
+) {
     let longest = scns.iter().map(|s| s.cfg.timeout).max().unwrap_or_default();
     let mut deadline = Instant::now()
         + if interrupted {
-            cfg.grace
+            grace
         } else {
             longest + Duration::from_secs(1)
         };
@@ -319,27 +386,9 @@ pub async fn run(cfg: Config, out: Output, shutdown: impl Future<Output = ()>) -
             _ = tokio::time::sleep(Duration::from_millis(5)) => {}
             _ = &mut shutdown, if !interrupted_now => {
                 interrupted_now = true;
-                deadline = deadline.min(Instant::now() + cfg.grace);
+                deadline = deadline.min(Instant::now() + grace);
             }
         }
-    }
-    let _ = scns[0].tx.send(Msg::Finish {
-        interrupted,
-        elapsed,
-    });
-    let summaries = agg.await.unwrap_or_default();
-    out.emit(Meta {
-        ts: Timestamp::now(),
-        run_id: cfg.run_id.clone(),
-        perturbation_id: cfg.perturbation_id.clone(),
-        phase: MetaPhase::End,
-        tool: "loadgen".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        config: cfg.echo.clone(),
-    });
-    Report {
-        summaries,
-        interrupted,
     }
 }
 
