@@ -399,17 +399,9 @@ async fn upsert_app(
             ),
         ));
     }
-    let AppBody {
-        props,
-        template,
-        spec,
-        ingress,
-        tags,
-        knobs,
-        location,
-    } = parse_app_body(body)?;
+    let parsed = parse_app_body(body)?;
     // Bind a listener up front (cheap; dropped if the app already has one).
-    let listener = if ingress.is_some() {
+    let listener = if parsed.ingress.is_some() {
         Some(std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| {
             ArmError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -429,27 +421,17 @@ async fn upsert_app(
         return Err(app_not_found(name, rg));
     }
     if creating {
-        let notify = Arc::new(tokio::sync::Notify::new());
-        let app = App {
-            sub: sub.to_string(),
-            rg: rg.to_string(),
-            name: name.to_string(),
-            location: location.clone(),
-            tags: tags.clone(),
-            properties: props.clone(),
-            knobs: knobs.clone(),
-            ingress: ingress.clone(),
-            ingress_port: None,
-            ingress_stop: CancellationToken::new(),
-            routes: Arc::new(crate::ingress::Routes::default()),
-            revisions: Vec::new(),
-            traffic_rev: None,
-            notify: notify.clone(),
-            pending_ops: Vec::new(),
-            controller_stop: CancellationToken::new(),
-        };
-        st.apps.insert(k.clone(), app);
+        st.apps.insert(k.clone(), new_app(sub, rg, name, &parsed));
     }
+    let AppBody {
+        props,
+        template,
+        spec,
+        ingress,
+        tags,
+        knobs,
+        location,
+    } = parsed;
     let Some(app) = st.apps.get_mut(&k) else {
         return Err(app_not_found(name, rg));
     };
@@ -464,36 +446,7 @@ async fn upsert_app(
     {
         start_ingress(plane, app, l)?;
     }
-    let template_changed = app.latest().is_none_or(|r| r.template != template);
-    let mut new_revision = false;
-    if template_changed {
-        let suffix = spec
-            .revision_suffix
-            .clone()
-            .unwrap_or_else(|| random_suffix(7));
-        let rev_name = format!("{}--{}", app.name, suffix);
-        if app.revision(&rev_name).is_some() {
-            return Err(ArmError::bad_request(
-                "ContainerAppRevisionSuffixConflict",
-                format!(
-                    "Revision with suffix '{suffix}' already exists; change 'revisionSuffix' or leave it empty."
-                ),
-            ));
-        }
-        let now = labkit::Timestamp::now();
-        app.revisions.push(Revision {
-            name: rev_name,
-            created: now,
-            template: template.clone(),
-            spec,
-            active: true,
-            traffic: 0,
-            provisioned: false,
-            replicas: Vec::new(),
-            last_active: now,
-        });
-        new_revision = true;
-    }
+    let new_revision = add_revision_if_changed(app, template, spec)?;
     let op = plane.new_op(st, sub, &location, !new_revision);
     let Some(app) = st.apps.get_mut(&k) else {
         return Err(app_not_found(name, rg));
@@ -527,6 +480,66 @@ async fn upsert_app(
         &op,
         location_header,
     ))
+}
+
+/// A new app `name` with what `body` asks for, no revision yet and no controller running.
+fn new_app(sub: &str, rg: &str, name: &str, body: &AppBody) -> App {
+    App {
+        sub: sub.to_string(),
+        rg: rg.to_string(),
+        name: name.to_string(),
+        location: body.location.clone(),
+        tags: body.tags.clone(),
+        properties: body.props.clone(),
+        knobs: body.knobs.clone(),
+        ingress: body.ingress.clone(),
+        ingress_port: None,
+        ingress_stop: CancellationToken::new(),
+        routes: Arc::new(crate::ingress::Routes::default()),
+        revisions: Vec::new(),
+        traffic_rev: None,
+        notify: Arc::new(tokio::sync::Notify::new()),
+        pending_ops: Vec::new(),
+        controller_stop: CancellationToken::new(),
+    }
+}
+
+/// Adds a revision to `app` when `template` differs from its latest one's (named by
+/// `revisionSuffix` or a random suffix); `true` when it did. A suffix already taken is a 400.
+fn add_revision_if_changed(
+    app: &mut App,
+    template: Value,
+    spec: crate::model::TemplateSpec,
+) -> Result<bool, ArmError> {
+    if !app.latest().is_none_or(|r| r.template != template) {
+        return Ok(false);
+    }
+    let suffix = spec
+        .revision_suffix
+        .clone()
+        .unwrap_or_else(|| random_suffix(7));
+    let rev_name = format!("{}--{}", app.name, suffix);
+    if app.revision(&rev_name).is_some() {
+        return Err(ArmError::bad_request(
+            "ContainerAppRevisionSuffixConflict",
+            format!(
+                "Revision with suffix '{suffix}' already exists; change 'revisionSuffix' or leave it empty."
+            ),
+        ));
+    }
+    let now = labkit::Timestamp::now();
+    app.revisions.push(Revision {
+        name: rev_name,
+        created: now,
+        template,
+        spec,
+        active: true,
+        traffic: 0,
+        provisioned: false,
+        replicas: Vec::new(),
+        last_active: now,
+    });
+    Ok(true)
 }
 
 /// A container app PUT (or a PATCH merged over the app) read and validated: the stored JSON

@@ -22,7 +22,7 @@ use crate::logsink::{Level, Owner};
 use crate::model::{TemplateSpec, merge_patch, parse_template};
 use crate::plane::{Plane, key, random_suffix};
 use crate::replica::stop_with_grace;
-use crate::runtime::{LABEL_MANAGED, LaunchSpec, wait_exit};
+use crate::runtime::{LABEL_MANAGED, LaunchSpec, Launched, wait_exit};
 
 fn job_not_found(name: &str, rg: &str) -> ArmError {
     ArmError::not_found("Microsoft.App/jobs", name, rg)
@@ -413,6 +413,8 @@ pub fn start_execution(
     Ok(exec_name)
 }
 
+/// Runs execution `exec` of `job`: one replica at a time, a new one after a failure until
+/// `replicaRetryLimit` retries are used up; its final status.
 async fn run_execution(
     plane: &Arc<Plane>,
     job: &str,
@@ -434,30 +436,6 @@ async fn run_execution(
         let mut running = Vec::new();
         let mut failed_launch = false;
         for (idx, c) in spec.containers.iter().enumerate() {
-            let mut env = c.env.clone();
-            let mut set_default = |k: &str, v: &str| {
-                if !env.iter().any(|(n, _)| n == k) {
-                    env.push((k.to_string(), v.to_string()));
-                }
-            };
-            set_default("ARM_ENDPOINT", &arm);
-            set_default("ARM_TOKEN_SOURCE", "none");
-            env.retain(|(n, _)| {
-                !matches!(
-                    n.as_str(),
-                    "CONTAINER_APP_JOB_NAME"
-                        | "CONTAINER_APP_JOB_EXECUTION_NAME"
-                        | "CONTAINER_APP_REPLICA_NAME"
-                )
-            });
-            env.push(("CONTAINER_APP_JOB_NAME".into(), job.to_string()));
-            env.push(("CONTAINER_APP_JOB_EXECUTION_NAME".into(), exec.to_string()));
-            env.push(("CONTAINER_APP_REPLICA_NAME".into(), replica.clone()));
-            let mut labels = BTreeMap::new();
-            labels.insert(LABEL_MANAGED.to_string(), "true".to_string());
-            labels.insert("probelab.job".into(), job.to_string());
-            labels.insert("probelab.execution".into(), exec.to_string());
-            labels.insert("probelab.replica".into(), replica.clone());
             let launch = LaunchSpec {
                 owner: owner.clone(),
                 replica: replica.clone(),
@@ -465,98 +443,29 @@ async fn run_execution(
                 image: c.image.clone(),
                 command: c.command.clone(),
                 args: c.args.clone(),
-                env,
-                labels,
+                env: execution_env(&c.env, &arm, job, exec, &replica),
+                labels: execution_labels(job, exec, &replica),
                 primary: idx == 0,
                 peers: plane.peers(),
             };
-            let sys = |reason: &str, level: Level, msg: String| {
-                ctx.sink.system(&owner, &replica, reason, level, msg)
-            };
-            sys(
-                "PullingImage",
-                Level::Normal,
-                format!("Pulling image '{}'", c.image),
-            );
-            sys(
-                "PulledImage",
-                Level::Normal,
-                format!("Successfully pulled image '{}' in 0.0s", c.image),
-            );
-            match ctx.runtime.launch(&launch, &ctx.sink).await {
-                Ok(l) => {
-                    sys(
-                        "ContainerCreated",
-                        Level::Normal,
-                        format!("Created container '{}'", c.name),
-                    );
-                    sys(
-                        "ContainerStarted",
-                        Level::Normal,
-                        format!("Started container '{}'", c.name),
-                    );
-                    running.push((c.name.clone(), l));
-                }
-                Err(e) => {
-                    sys(
-                        "ContainerCreateFailure",
-                        Level::Warning,
-                        format!("Failed to create container '{}': {e}", c.name),
-                    );
-                    failed_launch = true;
-                }
+            match launch_container(plane, &launch).await {
+                Some(l) => running.push((launch, l)),
+                None => failed_launch = true,
             }
         }
-        let mut all_ok = !failed_launch;
-        let mut stopped = false;
-        let mut timed_out = false;
-        for (cname, l) in &mut running {
-            let mut exit = l.exit.clone();
-            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let code = tokio::select! {
-                c = wait_exit(&mut exit, remaining) => c,
-                _ = cancel.cancelled() => { stopped = true; None }
-                _ = ctx.shutdown.cancelled() => { stopped = true; None }
-            };
-            let code = match code {
-                Some(c) => c,
-                None => {
-                    if !stopped {
-                        timed_out = true;
-                        ctx.sink.system(
-                            &owner,
-                            &replica,
-                            "ReplicaTimeout",
-                            Level::Warning,
-                            format!(
-                                "Replica '{replica}' exceeded replicaTimeout of {} seconds",
-                                cfg.replica_timeout.as_secs()
-                            ),
-                        );
-                    }
-                    stop_with_grace(&ctx.runtime, &l.id, &mut exit, spec.grace, &ctx.hurry).await
-                }
-            };
-            ctx.runtime.remove(&l.id).await;
-            ctx.sink.system(
-                &owner,
-                &replica,
-                "ContainerTerminated",
-                if code == 0 {
-                    Level::Normal
-                } else {
-                    Level::Warning
-                },
-                format!("Container '{cname}' was terminated with exit code '{code}'"),
-            );
-            if code != 0 || timed_out {
-                all_ok = false;
-            }
-        }
+        let (exits_ok, stopped) = wait_containers(
+            plane,
+            running,
+            deadline,
+            spec.grace,
+            cfg.replica_timeout,
+            cancel,
+        )
+        .await;
         if stopped {
             return ExecStatus::Stopped;
         }
-        if all_ok {
+        if exits_ok && !failed_launch {
             return ExecStatus::Succeeded;
         }
         attempt += 1;
@@ -564,6 +473,154 @@ async fn run_execution(
             return ExecStatus::Failed;
         }
     }
+}
+
+/// A job container's env: its own, `ARM_ENDPOINT` and `ARM_TOKEN_SOURCE` unless it sets them,
+/// and the platform's job, execution and replica names (always the platform's).
+fn execution_env(
+    own: &[(String, String)],
+    arm: &str,
+    job: &str,
+    exec: &str,
+    replica: &str,
+) -> Vec<(String, String)> {
+    let mut env = own.to_vec();
+    let mut set_default = |k: &str, v: &str| {
+        if !env.iter().any(|(n, _)| n == k) {
+            env.push((k.to_string(), v.to_string()));
+        }
+    };
+    set_default("ARM_ENDPOINT", arm);
+    set_default("ARM_TOKEN_SOURCE", "none");
+    env.retain(|(n, _)| {
+        !matches!(
+            n.as_str(),
+            "CONTAINER_APP_JOB_NAME"
+                | "CONTAINER_APP_JOB_EXECUTION_NAME"
+                | "CONTAINER_APP_REPLICA_NAME"
+        )
+    });
+    env.push(("CONTAINER_APP_JOB_NAME".into(), job.to_string()));
+    env.push(("CONTAINER_APP_JOB_EXECUTION_NAME".into(), exec.to_string()));
+    env.push(("CONTAINER_APP_REPLICA_NAME".into(), replica.to_string()));
+    env
+}
+
+/// The labels of a job replica's containers (managed, job, execution, replica).
+fn execution_labels(job: &str, exec: &str, replica: &str) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    labels.insert(LABEL_MANAGED.to_string(), "true".to_string());
+    labels.insert("probelab.job".into(), job.to_string());
+    labels.insert("probelab.execution".into(), exec.to_string());
+    labels.insert("probelab.replica".into(), replica.to_string());
+    labels
+}
+
+/// Starts one container of a job replica, writing the system rows Container Apps writes
+/// (pull, create, start, or the create failure); `None` when it did not start.
+async fn launch_container(plane: &Plane, launch: &LaunchSpec) -> Option<Launched> {
+    let ctx = &plane.ctx;
+    let sys = |reason: &str, level: Level, msg: String| {
+        ctx.sink
+            .system(&launch.owner, &launch.replica, reason, level, msg)
+    };
+    let (name, image) = (&launch.container, &launch.image);
+    sys(
+        "PullingImage",
+        Level::Normal,
+        format!("Pulling image '{image}'"),
+    );
+    sys(
+        "PulledImage",
+        Level::Normal,
+        format!("Successfully pulled image '{image}' in 0.0s"),
+    );
+    match ctx.runtime.launch(launch, &ctx.sink).await {
+        Ok(l) => {
+            sys(
+                "ContainerCreated",
+                Level::Normal,
+                format!("Created container '{name}'"),
+            );
+            sys(
+                "ContainerStarted",
+                Level::Normal,
+                format!("Started container '{name}'"),
+            );
+            Some(l)
+        }
+        Err(e) => {
+            sys(
+                "ContainerCreateFailure",
+                Level::Warning,
+                format!("Failed to create container '{name}': {e}"),
+            );
+            None
+        }
+    }
+}
+
+/// Waits for each running container of a job replica to exit, until `deadline`
+/// (`replica_timeout` after the replica began: stopped with the `grace` period, a
+/// `ReplicaTimeout` row) or a stop of the execution or of localplane; removes each. Returns
+/// whether every container exited 0 in time, and whether the execution was stopped.
+async fn wait_containers(
+    plane: &Plane,
+    mut running: Vec<(LaunchSpec, Launched)>,
+    deadline: tokio::time::Instant,
+    grace: Duration,
+    replica_timeout: Duration,
+    cancel: &CancellationToken,
+) -> (bool, bool) {
+    let ctx = &plane.ctx;
+    let mut all_ok = true;
+    let mut stopped = false;
+    let mut timed_out = false;
+    for (launch, l) in &mut running {
+        let (owner, replica, cname) = (&launch.owner, &launch.replica, &launch.container);
+        let mut exit = l.exit.clone();
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let code = tokio::select! {
+            c = wait_exit(&mut exit, remaining) => c,
+            _ = cancel.cancelled() => { stopped = true; None }
+            _ = ctx.shutdown.cancelled() => { stopped = true; None }
+        };
+        let code = match code {
+            Some(c) => c,
+            None => {
+                if !stopped {
+                    timed_out = true;
+                    ctx.sink.system(
+                        owner,
+                        replica,
+                        "ReplicaTimeout",
+                        Level::Warning,
+                        format!(
+                            "Replica '{replica}' exceeded replicaTimeout of {} seconds",
+                            replica_timeout.as_secs()
+                        ),
+                    );
+                }
+                stop_with_grace(&ctx.runtime, &l.id, &mut exit, grace, &ctx.hurry).await
+            }
+        };
+        ctx.runtime.remove(&l.id).await;
+        ctx.sink.system(
+            owner,
+            replica,
+            "ContainerTerminated",
+            if code == 0 {
+                Level::Normal
+            } else {
+                Level::Warning
+            },
+            format!("Container '{cname}' was terminated with exit code '{code}'"),
+        );
+        if code != 0 || timed_out {
+            all_ok = false;
+        }
+    }
+    (all_ok, stopped)
 }
 
 /// Re-creates a job from the state file (see [`crate::persist`]).

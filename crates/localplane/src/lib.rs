@@ -124,42 +124,7 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
     let server_stop = CancellationToken::new();
     let mut servers = Vec::new();
     if let Some(d) = &docker {
-        // Inside the Docker network: the ARM API and the environment ingress on the gateway IP
-        // of the network localplane created (reached by its own jobs; no token there).
-        let arm = tokio::net::TcpListener::bind((d.gateway, addr.port()))
-            .await
-            .map_err(|source| Error::Bind {
-                addr: SocketAddr::new(d.gateway, addr.port()),
-                error: source,
-            })?;
-        let app2 = app.clone();
-        let stop = server_stop.clone();
-        servers.push((
-            format!("gateway {}", SocketAddr::new(d.gateway, addr.port())),
-            tokio::spawn(async move {
-                // axum 0.8 documents that a served future "will never error": accept errors are
-                // retried inside, so the io::Result is always Ok (the join result is checked).
-                let _ = axum::serve(arm, app2)
-                    .with_graceful_shutdown(async move { stop.cancelled().await })
-                    .await;
-            }),
-        ));
-        let env_ingress = tokio::net::TcpListener::bind((d.gateway, 80))
-            .await
-            .map_err(|source| Error::Bind {
-                addr: SocketAddr::new(d.gateway, 80),
-                error: source,
-            })?;
-        let p = plane.clone();
-        let resolver: ingress::HostResolver = Arc::new(move |name: &str| {
-            let st = p.lock();
-            st.apps.get(&plane::key(name)).map(|a| a.routes.clone())
-        });
-        tokio::spawn(ingress::serve_target(
-            env_ingress,
-            ingress::Target::ByHost(resolver),
-            server_stop.clone(),
-        ));
+        servers.push(serve_on_gateway(d, addr.port(), app.clone(), &plane, &server_stop).await?);
     }
     let app = match &access.token {
         Some(t) => app.layer(axum::middleware::from_fn_with_state(
@@ -168,15 +133,9 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
         )),
         None => app,
     };
-    let stop = server_stop.clone();
     servers.push((
         addr.to_string(),
-        tokio::spawn(async move {
-            // As above: never an Err by axum's contract; a panic shows in the join result.
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await;
-        }),
+        serve_arm(listener, app, server_stop.clone()),
     ));
     tracing::info!(%addr, token = access.token.is_some(), "localplane listening");
     Ok(Localplane {
@@ -187,6 +146,62 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
         sink_task,
         docker,
     })
+}
+
+/// Serves the ARM API `app` on `listener` until `stop` fires.
+fn serve_arm(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        // axum 0.8 documents that a served future "will never error": accept errors are
+        // retried inside, so the io::Result is always Ok (the join result is checked, where a
+        // panic shows).
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+    })
+}
+
+/// Inside the Docker network: the ARM API on `arm_port` and the environment ingress on port 80
+/// of the gateway IP of the network localplane created (reached by its own jobs; no token
+/// there). Returns the ARM server, by address.
+async fn serve_on_gateway(
+    d: &runtime::docker::DockerRuntime,
+    arm_port: u16,
+    app: axum::Router,
+    plane: &Arc<plane::Plane>,
+    server_stop: &CancellationToken,
+) -> Result<(String, tokio::task::JoinHandle<()>), Error> {
+    let arm_addr = SocketAddr::new(d.gateway, arm_port);
+    let arm = tokio::net::TcpListener::bind(arm_addr)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: arm_addr,
+            error: source,
+        })?;
+    let server = (
+        format!("gateway {arm_addr}"),
+        serve_arm(arm, app, server_stop.clone()),
+    );
+    let env_ingress = tokio::net::TcpListener::bind((d.gateway, 80))
+        .await
+        .map_err(|source| Error::Bind {
+            addr: SocketAddr::new(d.gateway, 80),
+            error: source,
+        })?;
+    let p = plane.clone();
+    let resolver: ingress::HostResolver = Arc::new(move |name: &str| {
+        let st = p.lock();
+        st.apps.get(&plane::key(name)).map(|a| a.routes.clone())
+    });
+    tokio::spawn(ingress::serve_target(
+        env_ingress,
+        ingress::Target::ByHost(resolver),
+        server_stop.clone(),
+    ));
+    Ok(server)
 }
 
 impl Localplane {

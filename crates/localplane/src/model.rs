@@ -134,46 +134,8 @@ fn port_of(port: i32, ctx: &str) -> Result<u16, ArmError> {
 }
 
 fn parse_probe(v: &wire::Probe, container: &str) -> Result<Probe, ArmError> {
-    let kind = match v
-        .probe_type
-        .as_ref()
-        .map(|t| t.as_str().to_ascii_lowercase())
-        .as_deref()
-    {
-        Some("liveness") => ProbeKind::Liveness,
-        Some("readiness") => ProbeKind::Readiness,
-        Some("startup") => ProbeKind::Startup,
-        other => {
-            return Err(ArmError::bad_request(
-                "ContainerAppInvalidProbe",
-                format!(
-                    "container '{container}': probe type must be Liveness, Readiness or Startup, got {other:?}"
-                ),
-            ));
-        }
-    };
-    let action = if let Some(h) = &v.http_get {
-        let headers = h
-            .http_headers
-            .iter()
-            .flatten()
-            .map(|x| (x.name.clone(), x.value.clone()))
-            .collect();
-        ProbeAction::Http {
-            path: h.path.clone().unwrap_or_else(|| "/".to_owned()),
-            port: port_of(h.port, container)?,
-            headers,
-        }
-    } else if let Some(t) = &v.tcp_socket {
-        ProbeAction::Tcp {
-            port: port_of(t.port, container)?,
-        }
-    } else {
-        return Err(ArmError::bad_request(
-            "ContainerAppInvalidProbe",
-            format!("container '{container}': a probe needs httpGet or tcpSocket"),
-        ));
-    };
+    let kind = probe_kind(v, container)?;
+    let action = probe_action(v, container)?;
     // Ranges as the service checks them (see `PROBE_LIMITS`); a value out of range is a 400.
     let ranged = |k: &str, given: Option<u32>, d: u64| -> Result<u64, ArmError> {
         let v = given.map_or(d, u64::from);
@@ -236,6 +198,53 @@ fn parse_probe(v: &wire::Probe, container: &str) -> Result<Probe, ArmError> {
         success_threshold: success_threshold as u32,
         grace,
     })
+}
+
+/// The probe's `type`: Liveness, Readiness or Startup (any case); anything else is a 400.
+fn probe_kind(v: &wire::Probe, container: &str) -> Result<ProbeKind, ArmError> {
+    match v
+        .probe_type
+        .as_ref()
+        .map(|t| t.as_str().to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("liveness") => Ok(ProbeKind::Liveness),
+        Some("readiness") => Ok(ProbeKind::Readiness),
+        Some("startup") => Ok(ProbeKind::Startup),
+        other => Err(ArmError::bad_request(
+            "ContainerAppInvalidProbe",
+            format!(
+                "container '{container}': probe type must be Liveness, Readiness or Startup, got {other:?}"
+            ),
+        )),
+    }
+}
+
+/// What the probe does: `httpGet` (path `/` by default, with its headers) or `tcpSocket`, on a
+/// port 1..65535; a probe with neither is a 400.
+fn probe_action(v: &wire::Probe, container: &str) -> Result<ProbeAction, ArmError> {
+    if let Some(h) = &v.http_get {
+        let headers = h
+            .http_headers
+            .iter()
+            .flatten()
+            .map(|x| (x.name.clone(), x.value.clone()))
+            .collect();
+        Ok(ProbeAction::Http {
+            path: h.path.clone().unwrap_or_else(|| "/".to_owned()),
+            port: port_of(h.port, container)?,
+            headers,
+        })
+    } else if let Some(t) = &v.tcp_socket {
+        Ok(ProbeAction::Tcp {
+            port: port_of(t.port, container)?,
+        })
+    } else {
+        Err(ArmError::bad_request(
+            "ContainerAppInvalidProbe",
+            format!("container '{container}': a probe needs httpGet or tcpSocket"),
+        ))
+    }
 }
 
 /// Probe-level `terminationGracePeriodSeconds` at most one hour (documented in the spec).

@@ -93,74 +93,9 @@ pub fn restore(plane: &Arc<Plane>) -> Result<(), Error> {
     }
     let mut controllers = Vec::new();
     for a in doc.get("apps").and_then(Value::as_array).unwrap_or(&empty) {
-        let props = a.get("properties").cloned().unwrap_or(json!({}));
-        let tags = a.get("tags").cloned().unwrap_or(json!({}));
-        let config = props.get("configuration");
-        let (Ok(ingress), Ok(knobs)) = (parse_ingress(config), Knobs::from_tags(Some(&tags)))
-        else {
-            tracing::warn!(app = %s(a, "name"), "skipping unparsable app in state file");
+        let Some(app) = restore_app(plane, a)? else {
             continue;
         };
-        let mut revisions = Vec::new();
-        let revs = a
-            .get("revisions")
-            .and_then(Value::as_array)
-            .unwrap_or(&empty);
-        for (i, r) in revs.iter().enumerate() {
-            let template = r.get("template").cloned().unwrap_or(json!({}));
-            let Ok(spec) = parse_template(&template, config) else {
-                continue;
-            };
-            let created = r
-                .get("created")
-                .and_then(Value::as_str)
-                .and_then(|t| t.parse::<Timestamp>().ok())
-                .unwrap_or_else(Timestamp::now);
-            revisions.push(Revision {
-                name: s(r, "name"),
-                created,
-                template,
-                spec,
-                active: i + 1 == revs.len(),
-                traffic: 0,
-                provisioned: i + 1 != revs.len(),
-                replicas: Vec::new(),
-                last_active: created,
-            });
-        }
-        let mut app = App {
-            sub: s(a, "sub"),
-            rg: s(a, "rg"),
-            name: s(a, "name"),
-            location: s(a, "location"),
-            tags,
-            properties: props,
-            knobs,
-            ingress,
-            ingress_port: None,
-            ingress_stop: CancellationToken::new(),
-            routes: Default::default(),
-            revisions,
-            traffic_rev: None,
-            notify: Default::default(),
-            pending_ops: Vec::new(),
-            controller_stop: CancellationToken::new(),
-        };
-        if app.ingress.is_some() {
-            let want = a
-                .get("ingress_port")
-                .and_then(Value::as_u64)
-                .and_then(|p| u16::try_from(p).ok())
-                .unwrap_or(0);
-            let listener = std::net::TcpListener::bind(("127.0.0.1", want))
-                .or_else(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
-                .map_err(|source| Error::Bind {
-                    addr: std::net::SocketAddr::from(([127, 0, 0, 1], want)),
-                    error: source,
-                })?;
-            crate::api::start_ingress(plane, &mut app, listener)
-                .map_err(|e| Error::Runtime(e.message))?;
-        }
         controllers.push((
             app.name.clone(),
             app.notify.clone(),
@@ -181,4 +116,85 @@ pub fn restore(plane: &Arc<Plane>) -> Result<(), Error> {
         crate::jobs::restore_job(plane, &j);
     }
     Ok(())
+}
+
+/// The app a state file entry describes, its ingress started (on the port it had when that is
+/// free); `None` (logged) when its configuration no longer parses.
+fn restore_app(plane: &Arc<Plane>, a: &Value) -> Result<Option<App>, Error> {
+    let props = a.get("properties").cloned().unwrap_or(json!({}));
+    let tags = a.get("tags").cloned().unwrap_or(json!({}));
+    let config = props.get("configuration");
+    let (Ok(ingress), Ok(knobs)) = (parse_ingress(config), Knobs::from_tags(Some(&tags))) else {
+        tracing::warn!(app = %s(a, "name"), "skipping unparsable app in state file");
+        return Ok(None);
+    };
+    let revisions = restore_revisions(a, config);
+    let mut app = App {
+        sub: s(a, "sub"),
+        rg: s(a, "rg"),
+        name: s(a, "name"),
+        location: s(a, "location"),
+        tags,
+        properties: props,
+        knobs,
+        ingress,
+        ingress_port: None,
+        ingress_stop: CancellationToken::new(),
+        routes: Default::default(),
+        revisions,
+        traffic_rev: None,
+        notify: Default::default(),
+        pending_ops: Vec::new(),
+        controller_stop: CancellationToken::new(),
+    };
+    if app.ingress.is_some() {
+        let want = a
+            .get("ingress_port")
+            .and_then(Value::as_u64)
+            .and_then(|p| u16::try_from(p).ok())
+            .unwrap_or(0);
+        let listener = std::net::TcpListener::bind(("127.0.0.1", want))
+            .or_else(|_| std::net::TcpListener::bind(("127.0.0.1", 0)))
+            .map_err(|source| Error::Bind {
+                addr: std::net::SocketAddr::from(([127, 0, 0, 1], want)),
+                error: source,
+            })?;
+        crate::api::start_ingress(plane, &mut app, listener)
+            .map_err(|e| Error::Runtime(e.message))?;
+    }
+    Ok(Some(app))
+}
+
+/// The revisions of app entry `a` whose template still parses: the last one active (and not yet
+/// provisioned, so the controller switches traffic to it again), the others inactive.
+fn restore_revisions(a: &Value, config: Option<&Value>) -> Vec<Revision> {
+    let empty = Vec::new();
+    let revs = a
+        .get("revisions")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let mut revisions = Vec::new();
+    for (i, r) in revs.iter().enumerate() {
+        let template = r.get("template").cloned().unwrap_or(json!({}));
+        let Ok(spec) = parse_template(&template, config) else {
+            continue;
+        };
+        let created = r
+            .get("created")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<Timestamp>().ok())
+            .unwrap_or_else(Timestamp::now);
+        revisions.push(Revision {
+            name: s(r, "name"),
+            created,
+            template,
+            spec,
+            active: i + 1 == revs.len(),
+            traffic: 0,
+            provisioned: i + 1 != revs.len(),
+            replicas: Vec::new(),
+            last_active: created,
+        });
+    }
+    revisions
 }
