@@ -568,145 +568,12 @@ impl Plane {
         let prefix = scaler_key(&app.name, "");
         st.scalers
             .retain(|k, _| !k.starts_with(&prefix) || Some(k) == keep.as_ref());
-        // Desired replica counts for active revisions: the scaler's for the serving one; the
-        // others keep what they run, at least the initial count (`minReplicas`, at least 1): a
-        // new revision starts there (and scales once it serves), an old one keeps its replicas
-        // until it is deactivated.
-        let n = app.revisions.len();
-        for i in 0..n {
-            let (active, initial, have) = {
-                let r = &app.revisions[i];
-                let have = r
-                    .replicas
-                    .iter()
-                    .filter(|x| !x.retiring.load(Ordering::SeqCst))
-                    .count();
-                (r.active, r.spec.replica_count() as usize, have)
-            };
-            if !active || self.ctx.shutdown.is_cancelled() {
-                continue;
-            }
-            let want = if Some(i) == serving {
-                self.scale_step(app, i, &mut st.scalers) as usize
-            } else {
-                initial.max(have)
-            };
-            for _ in have..want {
-                self.spawn_replica(app, i);
-            }
-            if have > want {
-                self.scale_in(app, i, have - want);
-            }
-        }
+        self.scale_revisions(app, serving, &mut st.scalers);
         if serving.is_none() {
             app.routes.set_hold(false);
         }
-        // Traffic switch to the latest revision once it is ready by the app's policy.
-        if let Some(latest_idx) = n.checked_sub(1) {
-            let latest = &app.revisions[latest_idx];
-            let live: Vec<&Arc<Replica>> = latest
-                .replicas
-                .iter()
-                .filter(|x| !x.retiring.load(Ordering::SeqCst))
-                .collect();
-            let ready_count = live.iter().filter(|x| x.ready()).count();
-            let ready = latest.active
-                && match app.knobs.ready_policy {
-                    ReadyPolicy::FirstReplica => ready_count >= 1,
-                    ReadyPolicy::AllReplicas => ready_count >= latest.spec.replica_count() as usize,
-                };
-            let latest_name = latest.name.clone();
-            if ready && !latest.provisioned {
-                let owner = Owner::App {
-                    app: app.name.clone(),
-                    revision: latest_name.clone(),
-                };
-                self.ctx.sink.system(
-                    &owner,
-                    "",
-                    "RevisionReady",
-                    Level::Normal,
-                    format!("Successfully provisioned revision '{latest_name}'"),
-                );
-                app.revisions[latest_idx].provisioned = true;
-            }
-            if ready && app.traffic_rev.as_deref() != Some(latest_name.as_str()) {
-                app.traffic_rev = Some(latest_name.clone());
-                let now = Timestamp::now();
-                let mut to_stop = Vec::new();
-                for (i, r) in app.revisions.iter_mut().enumerate() {
-                    if i == latest_idx {
-                        r.traffic = 100;
-                        r.last_active = now;
-                    } else {
-                        r.traffic = 0;
-                        if r.active {
-                            to_stop.push(i);
-                        }
-                    }
-                }
-                let owner = Owner::App {
-                    app: app.name.clone(),
-                    revision: latest_name.clone(),
-                };
-                self.ctx.sink.system(
-                    &owner,
-                    "",
-                    "RevisionUpdate",
-                    Level::Normal,
-                    format!("Revision '{latest_name}' traffic weight set to 100"),
-                );
-                let linger = app.knobs.timings.old_revision_linger;
-                if linger.is_zero() {
-                    for &i in &to_stop {
-                        self.deactivate_locked(app, i);
-                    }
-                    self.complete_rollout(app, &to_stop, latest_name.clone());
-                } else {
-                    // Container Apps keeps the old revision running for a while after the
-                    // switch (recorded: ~38 s), then deactivates it.
-                    let names: Vec<String> = to_stop
-                        .iter()
-                        .map(|&i| app.revisions[i].name.clone())
-                        .collect();
-                    let plane = self.clone();
-                    let app_name = app.name.clone();
-                    let shutdown = self.ctx.shutdown.clone();
-                    self.ctx.tracker.spawn(async move {
-                        tokio::select! {
-                            _ = tokio::time::sleep(linger) => {}
-                            _ = shutdown.cancelled() => return,
-                        }
-                        let mut st = plane.lock();
-                        let Some(app) = st.apps.get_mut(&key(&app_name)) else {
-                            return;
-                        };
-                        // Only what is still an old, active revision without traffic.
-                        let idx: Vec<usize> = app
-                            .revisions
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, r)| {
-                                names.contains(&r.name)
-                                    && r.active
-                                    && r.traffic == 0
-                                    && app.traffic_rev.as_deref() != Some(r.name.as_str())
-                            })
-                            .map(|(i, _)| i)
-                            .collect();
-                        for &i in &idx {
-                            plane.deactivate_locked(app, i);
-                        }
-                        plane.complete_rollout(app, &idx, latest_name);
-                        app.notify.notify_one();
-                    });
-                }
-            }
-            if app.revisions[latest_idx].provisioned {
-                for op in std::mem::take(&mut app.pending_ops) {
-                    Self::finish_op_in(&mut st.ops, &op, OpStatus::Succeeded, None);
-                }
-            }
+        if let Some(latest_idx) = app.revisions.len().checked_sub(1) {
+            self.advance_latest(app, latest_idx, &mut st.ops);
         }
         // Operations that waited too long fail.
         let now = tokio::time::Instant::now();
@@ -732,6 +599,176 @@ impl Plane {
         }
         set_routes(app);
         true
+    }
+
+    /// Starts or retires replicas of each active revision toward its desired count: the
+    /// scaler's for the `serving` one; the others keep what they run, at least the initial
+    /// count (`minReplicas`, at least 1): a new revision starts there (and scales once it
+    /// serves), an old one keeps its replicas until it is deactivated.
+    fn scale_revisions(
+        self: &Arc<Self>,
+        app: &mut App,
+        serving: Option<usize>,
+        scalers: &mut HashMap<String, Scaler>,
+    ) {
+        for i in 0..app.revisions.len() {
+            let (active, initial, have) = {
+                let r = &app.revisions[i];
+                let have = r
+                    .replicas
+                    .iter()
+                    .filter(|x| !x.retiring.load(Ordering::SeqCst))
+                    .count();
+                (r.active, r.spec.replica_count() as usize, have)
+            };
+            if !active || self.ctx.shutdown.is_cancelled() {
+                continue;
+            }
+            let want = if Some(i) == serving {
+                self.scale_step(app, i, scalers) as usize
+            } else {
+                initial.max(have)
+            };
+            for _ in have..want {
+                self.spawn_replica(app, i);
+            }
+            if have > want {
+                self.scale_in(app, i, have - want);
+            }
+        }
+    }
+
+    /// The latest revision's progress: provisioned (`RevisionReady`) once it is ready by the
+    /// app's policy, then the traffic switch to it; its pending operations succeed once it is
+    /// provisioned.
+    fn advance_latest(
+        self: &Arc<Self>,
+        app: &mut App,
+        latest_idx: usize,
+        ops: &mut HashMap<String, Op>,
+    ) {
+        let latest = &app.revisions[latest_idx];
+        let live: Vec<&Arc<Replica>> = latest
+            .replicas
+            .iter()
+            .filter(|x| !x.retiring.load(Ordering::SeqCst))
+            .collect();
+        let ready_count = live.iter().filter(|x| x.ready()).count();
+        let ready = latest.active
+            && match app.knobs.ready_policy {
+                ReadyPolicy::FirstReplica => ready_count >= 1,
+                ReadyPolicy::AllReplicas => ready_count >= latest.spec.replica_count() as usize,
+            };
+        let latest_name = latest.name.clone();
+        if ready && !latest.provisioned {
+            let owner = Owner::App {
+                app: app.name.clone(),
+                revision: latest_name.clone(),
+            };
+            self.ctx.sink.system(
+                &owner,
+                "",
+                "RevisionReady",
+                Level::Normal,
+                format!("Successfully provisioned revision '{latest_name}'"),
+            );
+            app.revisions[latest_idx].provisioned = true;
+        }
+        if ready && app.traffic_rev.as_deref() != Some(latest_name.as_str()) {
+            self.switch_traffic(app, latest_idx, latest_name);
+        }
+        if app.revisions[latest_idx].provisioned {
+            for op in std::mem::take(&mut app.pending_ops) {
+                Self::finish_op_in(ops, &op, OpStatus::Succeeded, None);
+            }
+        }
+    }
+
+    /// Sends all traffic to revision `latest_idx` (`latest_name`, `RevisionUpdate`) and
+    /// deactivates the other active revisions, at once or after the app's
+    /// `old_revision_linger`.
+    fn switch_traffic(self: &Arc<Self>, app: &mut App, latest_idx: usize, latest_name: String) {
+        app.traffic_rev = Some(latest_name.clone());
+        let now = Timestamp::now();
+        let mut to_stop = Vec::new();
+        for (i, r) in app.revisions.iter_mut().enumerate() {
+            if i == latest_idx {
+                r.traffic = 100;
+                r.last_active = now;
+            } else {
+                r.traffic = 0;
+                if r.active {
+                    to_stop.push(i);
+                }
+            }
+        }
+        let owner = Owner::App {
+            app: app.name.clone(),
+            revision: latest_name.clone(),
+        };
+        self.ctx.sink.system(
+            &owner,
+            "",
+            "RevisionUpdate",
+            Level::Normal,
+            format!("Revision '{latest_name}' traffic weight set to 100"),
+        );
+        let linger = app.knobs.timings.old_revision_linger;
+        if linger.is_zero() {
+            for &i in &to_stop {
+                self.deactivate_locked(app, i);
+            }
+            self.complete_rollout(app, &to_stop, latest_name);
+        } else {
+            // Container Apps keeps the old revision running for a while after the switch
+            // (recorded: ~38 s), then deactivates it.
+            let names: Vec<String> = to_stop
+                .iter()
+                .map(|&i| app.revisions[i].name.clone())
+                .collect();
+            self.deactivate_after(linger, app.name.clone(), names, latest_name);
+        }
+    }
+
+    /// After `linger`, deactivates those of the revisions `names` of app `app_name` that are
+    /// still old, active and without traffic, and completes the rollout to `latest_name`.
+    fn deactivate_after(
+        self: &Arc<Self>,
+        linger: Duration,
+        app_name: String,
+        names: Vec<String>,
+        latest_name: String,
+    ) {
+        let plane = self.clone();
+        let shutdown = self.ctx.shutdown.clone();
+        self.ctx.tracker.spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(linger) => {}
+                _ = shutdown.cancelled() => return,
+            }
+            let mut st = plane.lock();
+            let Some(app) = st.apps.get_mut(&key(&app_name)) else {
+                return;
+            };
+            // Only what is still an old, active revision without traffic.
+            let idx: Vec<usize> = app
+                .revisions
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| {
+                    names.contains(&r.name)
+                        && r.active
+                        && r.traffic == 0
+                        && app.traffic_rev.as_deref() != Some(r.name.as_str())
+                })
+                .map(|(i, _)| i)
+                .collect();
+            for &i in &idx {
+                plane.deactivate_locked(app, i);
+            }
+            plane.complete_rollout(app, &idx, latest_name);
+            app.notify.notify_one();
+        });
     }
 
     fn finish_op_in(

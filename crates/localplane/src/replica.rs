@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::logsink::{Level, Owner, Sink};
 use crate::model::{ContainerSpec, Probe, ProbeKind};
 use crate::prober::{Counter, ProbeFailure, run_probe, sleep_or};
-use crate::runtime::{LaunchSpec, Runtime, wait_exit};
+use crate::runtime::{LaunchSpec, Launched, Runtime, wait_exit};
 
 /// Kubelet's crash-loop back-off: first restart at once, then 10 s doubling to 300 s, reset
 /// after 10 minutes of running. (`recorded` timings cap it lower: [`crate::timings`].)
@@ -167,6 +167,12 @@ pub async fn supervise(
     target_port: Option<u16>,
     launch: LaunchSpec,
 ) {
+    let c = Supervised {
+        ctx: &ctx,
+        rep: &rep,
+        idx,
+        spec: &spec,
+    };
     let mut backoff = Duration::ZERO;
     let mut first = true;
     // Between `AssigningReplica` and the first start: image pull and scheduling on Azure.
@@ -183,75 +189,16 @@ pub async fn supervise(
             break;
         }
         if !first {
-            rep.update(idx, |s| {
-                s.running_state = "Waiting";
-                s.details = "CrashLoopBackOff".into();
-            });
-            if !backoff.is_zero() {
-                ctx.sink.system(
-                    &rep.owner,
-                    &rep.name,
-                    "BackOff",
-                    Level::Warning,
-                    format!(
-                        "Back-off restarting failed container '{}' for {} seconds",
-                        spec.name,
-                        backoff.as_secs()
-                    ),
-                );
-            }
-            let stop = rep.cancel.clone();
-            let shut = ctx.shutdown.clone();
-            let completed = tokio::select! {
-                r = sleep_or(backoff, &stop) => r,
-                _ = shut.cancelled() => false,
-            };
-            if !completed {
+            if !c.back_off(backoff).await {
                 break;
             }
-            rep.update(idx, |s| s.restart_count += 1);
             // kubelet restarts the first time at once, then waits 10 s, 20 s, ... 300 s.
             backoff = ctx.timings.next_backoff(backoff);
         }
         first = false;
-        let sys = |reason: &str, level: Level, msg: String| {
-            ctx.sink.system(&rep.owner, &rep.name, reason, level, msg)
+        let Some(launched) = c.start(&launch).await else {
+            continue;
         };
-        sys(
-            "PullingImage",
-            Level::Normal,
-            format!("Pulling image '{}'", spec.image),
-        );
-        sys(
-            "PulledImage",
-            Level::Normal,
-            format!("Successfully pulled image '{}' in 0.0s", spec.image),
-        );
-        let launched = match ctx.runtime.launch(&launch, &ctx.sink).await {
-            Ok(l) => l,
-            Err(e) => {
-                sys(
-                    "ContainerCreateFailure",
-                    Level::Warning,
-                    format!("Failed to create container '{}': {e}", spec.name),
-                );
-                rep.update(idx, |s| {
-                    s.running_state = "Waiting";
-                    s.details = e.to_string();
-                });
-                continue;
-            }
-        };
-        sys(
-            "ContainerCreated",
-            Level::Normal,
-            format!("Created container '{}'", spec.name),
-        );
-        sys(
-            "ContainerStarted",
-            Level::Normal,
-            format!("Started container '{}'", spec.name),
-        );
         let started_at = tokio::time::Instant::now();
         let endpoint = target_port.map(|p| SocketAddr::new(launched.host, launched.port(p)));
         rep.update(idx, |s| {
@@ -264,10 +211,127 @@ pub async fn supervise(
         });
         let mut exit = launched.exit.clone();
         let outcome = run_container(&ctx, &rep, idx, &spec, &launched, &mut exit).await;
-        let (kill_grace, term_msg) = match &outcome {
+        c.end(&outcome, template_grace, &launched, &mut exit).await;
+        if matches!(outcome, Outcome::Stop) {
+            break;
+        }
+        if started_at.elapsed() >= BACKOFF_RESET {
+            backoff = Duration::ZERO;
+        }
+    }
+    rep.container_ended();
+    ctx.notify.notify_one();
+}
+
+/// The container a supervisor looks after: container `idx` of replica `rep`, run from `spec`.
+struct Supervised<'a> {
+    ctx: &'a SupCtx,
+    rep: &'a Replica,
+    idx: usize,
+    spec: &'a ContainerSpec,
+}
+
+impl Supervised<'_> {
+    /// Writes a system row of the replica.
+    fn system(&self, reason: &str, level: Level, msg: String) {
+        self.ctx
+            .sink
+            .system(&self.rep.owner, &self.rep.name, reason, level, msg)
+    }
+
+    /// Changes the container's status.
+    fn update(&self, f: impl FnOnce(&mut ContainerStatus)) {
+        self.rep.update(self.idx, f);
+    }
+
+    /// Before a restart: the container waits in `CrashLoopBackOff` for `backoff` (a `BackOff`
+    /// row when it is not zero) and counts the restart; `false` when the replica or localplane
+    /// stopped during the wait.
+    async fn back_off(&self, backoff: Duration) -> bool {
+        self.update(|s| {
+            s.running_state = "Waiting";
+            s.details = "CrashLoopBackOff".into();
+        });
+        if !backoff.is_zero() {
+            self.system(
+                "BackOff",
+                Level::Warning,
+                format!(
+                    "Back-off restarting failed container '{}' for {} seconds",
+                    self.spec.name,
+                    backoff.as_secs()
+                ),
+            );
+        }
+        let stop = self.rep.cancel.clone();
+        let shut = self.ctx.shutdown.clone();
+        let completed = tokio::select! {
+            r = sleep_or(backoff, &stop) => r,
+            _ = shut.cancelled() => false,
+        };
+        if completed {
+            self.update(|s| s.restart_count += 1);
+        }
+        completed
+    }
+
+    /// Launches the container with the rows Container Apps writes (pull, create, start); on a
+    /// failure a `ContainerCreateFailure` row, the error in the container's status, and `None`.
+    async fn start(&self, launch: &LaunchSpec) -> Option<Launched> {
+        let spec = self.spec;
+        self.system(
+            "PullingImage",
+            Level::Normal,
+            format!("Pulling image '{}'", spec.image),
+        );
+        self.system(
+            "PulledImage",
+            Level::Normal,
+            format!("Successfully pulled image '{}' in 0.0s", spec.image),
+        );
+        let launched = match self.ctx.runtime.launch(launch, &self.ctx.sink).await {
+            Ok(l) => l,
+            Err(e) => {
+                self.system(
+                    "ContainerCreateFailure",
+                    Level::Warning,
+                    format!("Failed to create container '{}': {e}", spec.name),
+                );
+                self.update(|s| {
+                    s.running_state = "Waiting";
+                    s.details = e.to_string();
+                });
+                return None;
+            }
+        };
+        self.system(
+            "ContainerCreated",
+            Level::Normal,
+            format!("Created container '{}'", spec.name),
+        );
+        self.system(
+            "ContainerStarted",
+            Level::Normal,
+            format!("Started container '{}'", spec.name),
+        );
+        Some(launched)
+    }
+
+    /// Ends a run of the container after `outcome`: the termination rows, a stop with the
+    /// probe's grace period or `template_grace` while it still runs, removal, and the status
+    /// `Terminated`.
+    async fn end(
+        &self,
+        outcome: &Outcome,
+        template_grace: Duration,
+        launched: &Launched,
+        exit: &mut watch::Receiver<Option<i64>>,
+    ) {
+        let spec = self.spec;
+        let (kill_grace, term_msg) = match outcome {
             Outcome::ProbeKill(kind) => {
                 // kubelet's `Killing` event, worded as Container Apps prints it.
-                sys(
+                self.system(
                     "Killing",
                     Level::Warning,
                     format!(
@@ -297,7 +361,7 @@ pub async fn supervise(
             ),
             // Retired by the platform (rollout, restart, deactivation, delete) as Container
             // Apps words it; localplane's own shutdown writes nothing.
-            Outcome::Stop if rep.cancel.is_cancelled() => (
+            Outcome::Stop if self.rep.cancel.is_cancelled() => (
                 Some(template_grace),
                 Some(format!(
                     "Container '{}' was terminated with exit code '' and reason 'ManuallyStopped'",
@@ -307,19 +371,19 @@ pub async fn supervise(
             Outcome::Stop => (Some(template_grace), None),
         };
         if let Some(msg) = term_msg {
-            sys("ContainerTerminated", Level::Warning, msg);
+            self.system("ContainerTerminated", Level::Warning, msg);
         }
+        let ctx = self.ctx;
         if matches!(outcome, Outcome::ProbeKill(_)) {
-            rep.update(idx, |s| s.ready = false);
+            self.update(|s| s.ready = false);
             ctx.notify.notify_one();
         }
         if let Some(grace) = kill_grace {
-            let code =
-                stop_with_grace(&ctx.runtime, &launched.id, &mut exit, grace, &ctx.hurry).await;
+            let code = stop_with_grace(&ctx.runtime, &launched.id, exit, grace, &ctx.hurry).await;
             if matches!(outcome, Outcome::ProbeKill(_)) {
                 // After the `ProbeFailure` row, the killed container's own exit (137 when the
                 // grace period ran out): not a second restart.
-                sys(
+                self.system(
                     "ContainerTerminated",
                     Level::Warning,
                     format!(
@@ -331,7 +395,7 @@ pub async fn supervise(
         }
         ctx.runtime.remove(&launched.id).await;
         let stopping = matches!(outcome, Outcome::Stop);
-        rep.update(idx, |s| {
+        self.update(|s| {
             s.running_state = "Terminated";
             s.ready = false;
             s.started = false;
@@ -342,15 +406,7 @@ pub async fn supervise(
             }
         });
         ctx.notify.notify_one();
-        if matches!(outcome, Outcome::Stop) {
-            break;
-        }
-        if started_at.elapsed() >= BACKOFF_RESET {
-            backoff = Duration::ZERO;
-        }
     }
-    rep.container_ended();
-    ctx.notify.notify_one();
 }
 
 /// 0 → 10 s → 20 s → ... → 300 s.
@@ -394,7 +450,7 @@ async fn run_container(
     rep: &Arc<Replica>,
     idx: usize,
     spec: &ContainerSpec,
-    launched: &crate::runtime::Launched,
+    launched: &Launched,
     exit: &mut watch::Receiver<Option<i64>>,
 ) -> Outcome {
     let (tx, mut rx) = mpsc::channel::<(ProbeKind, Result<(), ProbeFailure>)>(16);

@@ -53,6 +53,68 @@ pub fn process_labels() -> Vec<(String, String)> {
     v
 }
 
+/// Sends container `id`'s exit code on `tx` once `wait` (the engine's wait, subscribed before
+/// the start) ends; when the wait fails otherwise, the code from inspecting the container, or -1.
+async fn forward_exit(
+    docker: Docker,
+    id: String,
+    mut wait: impl futures::Stream<
+        Item = Result<bollard::models::ContainerWaitResponse, bollard::errors::Error>,
+    > + Unpin,
+    tx: watch::Sender<Option<i64>>,
+) {
+    let code = match wait.next().await {
+        Some(Ok(r)) => r.status_code,
+        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
+        _ => {
+            // Fall back to inspecting the state.
+            docker
+                .inspect_container(&id, None)
+                .await
+                .ok()
+                .and_then(|c| c.state.and_then(|s| s.exit_code))
+                .unwrap_or(-1)
+        }
+    };
+    tx.send_replace(Some(code));
+}
+
+/// Feeds a container's output to `sink` as console rows, one per line of stdout or stderr (a
+/// last line without its newline too, when the stream ends).
+async fn forward_logs(
+    logs: impl futures::Stream<Item = Result<LogOutput, bollard::errors::Error>>,
+    sink: Sink,
+    spec: LaunchSpec,
+) {
+    let mut logs = Box::pin(logs);
+    let mut out = String::new();
+    let mut errb = String::new();
+    while let Some(Ok(chunk)) = logs.next().await {
+        let (buf, stream, bytes) = match chunk {
+            LogOutput::StdOut { message } => (&mut out, "stdout", message),
+            LogOutput::StdErr { message } => (&mut errb, "stderr", message),
+            LogOutput::Console { message } => (&mut out, "stdout", message),
+            LogOutput::StdIn { .. } => continue,
+        };
+        buf.push_str(&String::from_utf8_lossy(&bytes));
+        while let Some(pos) = buf.find('\n') {
+            let line: String = buf.drain(..=pos).collect();
+            sink.console(
+                &spec.owner,
+                &spec.replica,
+                &spec.container,
+                stream,
+                line.trim_end_matches(['\n', '\r']).to_string(),
+            );
+        }
+    }
+    for (buf, stream) in [(out, "stdout"), (errb, "stderr")] {
+        if !buf.is_empty() {
+            sink.console(&spec.owner, &spec.replica, &spec.container, stream, buf);
+        }
+    }
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
@@ -267,44 +329,13 @@ impl DockerRuntime {
         }
     }
 
+    /// Creates and starts the container of `spec` on the network (any leftover of the same name
+    /// removed first), with its exit code on a watch channel and its output fed to `sink`.
     pub async fn launch(&self, spec: &LaunchSpec, sink: &Sink) -> Result<Launched, LaunchError> {
         if self.docker.inspect_image(&spec.image).await.is_err() {
             return Err(LaunchError::ImageMissing(spec.image.clone()));
         }
         let name = docker_name(&format!("lp-{}-{}", spec.replica, spec.container));
-        let mut labels: HashMap<String, String> = spec.labels.clone().into_iter().collect();
-        labels.insert(LABEL_OWNER.to_string(), self.owner.clone());
-        labels.extend(process_labels());
-        let mut extra_hosts = vec![format!("localplane:{}", self.gateway)];
-        for peer in &spec.peers {
-            extra_hosts.push(format!("{peer}:{}", self.gateway));
-        }
-        let mut endpoints = HashMap::new();
-        endpoints.insert(
-            self.network.clone(),
-            EndpointSettings {
-                aliases: Some(vec![spec.replica.clone()]),
-                ..Default::default()
-            },
-        );
-        let body = ContainerCreateBody {
-            image: Some(spec.image.clone()),
-            env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
-            entrypoint: (!spec.command.is_empty()).then(|| spec.command.clone()),
-            cmd: (!spec.args.is_empty()).then(|| spec.args.clone()),
-            labels: Some(labels),
-            hostname: Some(truncate_hostname(&spec.replica)),
-            host_config: Some(HostConfig {
-                network_mode: Some(self.network.clone()),
-                extra_hosts: Some(extra_hosts),
-                init: Some(false),
-                ..Default::default()
-            }),
-            networking_config: Some(NetworkingConfig {
-                endpoints_config: Some(endpoints),
-            }),
-            ..Default::default()
-        };
         let opts = CreateContainerOptionsBuilder::default().name(&name).build();
         let _ = self
             .docker
@@ -315,7 +346,7 @@ impl DockerRuntime {
             .await;
         let created = self
             .docker
-            .create_container(Some(opts), body)
+            .create_container(Some(opts), self.create_body(spec))
             .await
             .map_err(|e| LaunchError::Engine {
                 step: "create container",
@@ -324,12 +355,10 @@ impl DockerRuntime {
         let id = created.id;
         // Subscribe to the exit before starting, so a fast exit is not missed.
         let (tx, rx) = watch::channel(None);
-        let docker = self.docker.clone();
-        let idc = id.clone();
-        let mut wait = Box::pin(self.docker.wait_container(
-            &idc,
-            None::<bollard::query_parameters::WaitContainerOptions>,
-        ));
+        let wait = Box::pin(
+            self.docker
+                .wait_container(&id, None::<bollard::query_parameters::WaitContainerOptions>),
+        );
         if let Err(e) = self.docker.start_container(&id, None).await {
             self.remove(&id).await;
             return Err(LaunchError::Engine {
@@ -337,22 +366,7 @@ impl DockerRuntime {
                 message: e.to_string(),
             });
         }
-        tokio::spawn(async move {
-            let code = match wait.next().await {
-                Some(Ok(r)) => r.status_code,
-                Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
-                _ => {
-                    // Fall back to inspecting the state.
-                    docker
-                        .inspect_container(&idc, None)
-                        .await
-                        .ok()
-                        .and_then(|c| c.state.and_then(|s| s.exit_code))
-                        .unwrap_or(-1)
-                }
-            };
-            tx.send_replace(Some(code));
-        });
+        tokio::spawn(forward_exit(self.docker.clone(), id.clone(), wait, tx));
         let logs = self.docker.logs(
             &id,
             Some(
@@ -363,37 +377,7 @@ impl DockerRuntime {
                     .build(),
             ),
         );
-        let sink2 = sink.clone();
-        let spec2 = spec.clone();
-        tokio::spawn(async move {
-            let mut logs = Box::pin(logs);
-            let mut out = String::new();
-            let mut errb = String::new();
-            while let Some(Ok(chunk)) = logs.next().await {
-                let (buf, stream, bytes) = match chunk {
-                    LogOutput::StdOut { message } => (&mut out, "stdout", message),
-                    LogOutput::StdErr { message } => (&mut errb, "stderr", message),
-                    LogOutput::Console { message } => (&mut out, "stdout", message),
-                    LogOutput::StdIn { .. } => continue,
-                };
-                buf.push_str(&String::from_utf8_lossy(&bytes));
-                while let Some(pos) = buf.find('\n') {
-                    let line: String = buf.drain(..=pos).collect();
-                    sink2.console(
-                        &spec2.owner,
-                        &spec2.replica,
-                        &spec2.container,
-                        stream,
-                        line.trim_end_matches(['\n', '\r']).to_string(),
-                    );
-                }
-            }
-            for (buf, stream) in [(out, "stdout"), (errb, "stderr")] {
-                if !buf.is_empty() {
-                    sink2.console(&spec2.owner, &spec2.replica, &spec2.container, stream, buf);
-                }
-            }
-        });
+        tokio::spawn(forward_logs(logs, sink.clone(), spec.clone()));
         let info = self
             .docker
             .inspect_container(&id, None)
@@ -421,6 +405,45 @@ impl DockerRuntime {
             port_override: None,
             exit: rx,
         })
+    }
+
+    /// The container of `spec`: its image, command and env, its labels plus this owner's and
+    /// this process's, its hostname, and on the network under the replica's name with the
+    /// `extra_hosts` entries for `localplane` and the peer apps.
+    fn create_body(&self, spec: &LaunchSpec) -> ContainerCreateBody {
+        let mut labels: HashMap<String, String> = spec.labels.clone().into_iter().collect();
+        labels.insert(LABEL_OWNER.to_string(), self.owner.clone());
+        labels.extend(process_labels());
+        let mut extra_hosts = vec![format!("localplane:{}", self.gateway)];
+        for peer in &spec.peers {
+            extra_hosts.push(format!("{peer}:{}", self.gateway));
+        }
+        let mut endpoints = HashMap::new();
+        endpoints.insert(
+            self.network.clone(),
+            EndpointSettings {
+                aliases: Some(vec![spec.replica.clone()]),
+                ..Default::default()
+            },
+        );
+        ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            entrypoint: (!spec.command.is_empty()).then(|| spec.command.clone()),
+            cmd: (!spec.args.is_empty()).then(|| spec.args.clone()),
+            labels: Some(labels),
+            hostname: Some(truncate_hostname(&spec.replica)),
+            host_config: Some(HostConfig {
+                network_mode: Some(self.network.clone()),
+                extra_hosts: Some(extra_hosts),
+                init: Some(false),
+                ..Default::default()
+            }),
+            networking_config: Some(NetworkingConfig {
+                endpoints_config: Some(endpoints),
+            }),
+            ..Default::default()
+        }
     }
 
     pub async fn signal(&self, id: &str, sig: &str) {
