@@ -21,7 +21,7 @@
 //! - `errors_at_least`: err ≥ `min` (1).
 //! - `restart_count_at_least` / `restart_count_at_most`: restarts of `app` in scope ≥ `min` (1)
 //!   / ≤ `max` (0). A restart is a `ContainerTerminated` row with reason `ProbeFailure` or a
-//!   non-zero exit code ([`crate::timeline::terminations`]); `ManuallyStopped` (a retired or
+//!   non-zero exit code ([`crate::wording::terminations`]); `ManuallyStopped` (a retired or
 //!   scaled-in replica: Azure writes one for every old replica of a rollout), exit code 0, and the
 //!   `exit code '137'` row Azure writes right after a probe kill of the same replica (no
 //!   `ContainerStarted` between) are not counted; a row whose wording tells neither a reason nor
@@ -46,9 +46,9 @@ use crate::lab::{CheckSpec, LabFile};
 use crate::model::{Acc, SystemEvent};
 use crate::rule::BucketRow;
 use crate::runs::{RunsFile, StepRec};
-use crate::timeline::{Termination, probe_type, terminations};
 use crate::ts::iso_ms;
 use crate::verdict::{Gate, Status};
+use crate::wording::{Termination, probe_type, terminations};
 
 /// Every kind this module evaluates (defined, with its parameters, in `lab::checks`).
 pub use lab::checks::KINDS;

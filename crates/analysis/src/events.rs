@@ -42,8 +42,8 @@ use serde_json::{Value, json};
 
 use crate::model::{Acc, SystemEvent};
 use crate::runs::{ActionRec, RunsFile, StepRec};
-use crate::timeline::termination_reason;
 use crate::ts::{iso_ms, parse_ms};
+use crate::wording::termination_reason;
 
 /// One fired event, as report.md and report.html list it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]

@@ -27,6 +27,7 @@ pub mod timeline;
 pub mod timeline_svg;
 pub mod ts;
 pub mod verdict;
+pub mod wording;
 
 use std::path::{Path, PathBuf};
 
