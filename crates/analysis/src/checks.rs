@@ -21,7 +21,7 @@
 //! - `errors_at_least`: err ≥ `min` (1).
 //! - `restart_count_at_least` / `restart_count_at_most`: restarts of `app` in scope ≥ `min` (1)
 //!   / ≤ `max` (0). A restart is a `ContainerTerminated` row with reason `ProbeFailure` or a
-//!   non-zero exit code ([`crate::timeline::terminations`]); `ManuallyStopped` (a retired or
+//!   non-zero exit code ([`crate::wording::terminations`]); `ManuallyStopped` (a retired or
 //!   scaled-in replica: Azure writes one for every old replica of a rollout), exit code 0, and the
 //!   `exit code '137'` row Azure writes right after a probe kill of the same replica (no
 //!   `ContainerStarted` between) are not counted; a row whose wording tells neither a reason nor
@@ -46,9 +46,9 @@ use crate::lab::{CheckSpec, LabFile};
 use crate::model::{Acc, SystemEvent};
 use crate::rule::BucketRow;
 use crate::runs::{RunsFile, StepRec};
-use crate::timeline::{Termination, probe_type, terminations};
 use crate::ts::iso_ms;
 use crate::verdict::{Gate, Status};
+use crate::wording::{Termination, probe_type, terminations};
 
 /// Every kind this module evaluates (defined, with its parameters, in `lab::checks`).
 pub use lab::checks::KINDS;
@@ -155,21 +155,76 @@ struct Win {
     status: u64,
 }
 
-fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
+/// The windows a load check judges (the step's runs of its load, one scenario), with the totals
+/// and the names its detail uses.
+struct LoadSel<'a> {
+    load: &'a String,
+    scenario: &'a str,
+    /// `the run` or `step "name"`.
+    where_: String,
+    /// The run ids that have lines of the scenario.
+    present: Vec<&'a str>,
+    /// In time order (then run id).
+    wins: Vec<Win>,
+    requests: u64,
+    errors: u64,
+}
+
+impl LoadSel<'_> {
+    /// The Q2 row of window `w` (`<q2_name>#<index>`), when Q2 has it.
+    fn row_of(&self, inp: &Inputs, w: &Win) -> Option<String> {
+        inp.q2
+            .iter()
+            .position(|r| {
+                r.run_id == w.run_id && r.scenario == self.scenario && r.start_ms == w.start_ms
+            })
+            .map(|i| format!("{}#{i}", inp.q2_name))
+    }
+
+    /// The Q2 rows of the windows for which `f` holds.
+    fn rows_where(&self, inp: &Inputs, f: &dyn Fn(&Win) -> bool) -> Vec<String> {
+        self.wins
+            .iter()
+            .filter(|w| f(w))
+            .filter_map(|w| self.row_of(inp, w))
+            .collect()
+    }
+
+    /// The numbers every load check reports.
+    fn base(&self) -> Value {
+        json!({"load": self.load, "scenario": self.scenario, "run_ids": self.present,
+               "windows": self.wins.len(), "requests": self.requests, "errors": self.errors})
+    }
+}
+
+/// `v` with the keys of `extra` added (both JSON objects).
+fn with(mut v: Value, extra: Value) -> Value {
+    if let (Some(m), Some(x)) = (v.as_object_mut(), extra.as_object()) {
+        for (k, val) in x {
+            m.insert(k.clone(), val.clone());
+        }
+    }
+    v
+}
+
+/// Selects the windows of a load check: its step's (or every step's) runs of `load`, read from
+/// the `req` lines when the run's windows come from them, else from its buckets.
+fn load_windows<'a>(
+    c: &'a CheckSpec,
+    runs: &'a RunsFile,
+    inp: &Inputs,
+) -> Result<LoadSel<'a>, Eval> {
     let Some(load) = &c.load else {
-        return invalid(format!("check kind {} needs `load`", c.kind));
+        return Err(invalid(format!("check kind {} needs `load`", c.kind)));
     };
     let scenario = c.scenario.as_deref().unwrap_or("main");
-    let st = match step(c, runs) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
-    let steps: Vec<&StepRec> = match st {
+    let steps: Vec<&StepRec> = match step(c, runs)? {
         Some(s) => vec![s],
         None => runs.steps.iter().collect(),
     };
     let run_ids: Vec<&str> = steps
         .iter()
+        .copied()
         .flat_map(|s| s.runs.iter())
         .filter(|r| &r.load == load)
         .map(|r| r.run_id.as_str())
@@ -179,7 +234,9 @@ fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
         .as_ref()
         .map_or("the run".to_owned(), |s| format!("step {s:?}"));
     if run_ids.is_empty() {
-        return invalid(format!("no run of load {load:?} in {where_} of runs.json"));
+        return Err(invalid(format!(
+            "no run of load {load:?} in {where_} of runs.json"
+        )));
     }
     let code = c.status.map(|s| s.to_string());
     let mut wins: Vec<Win> = Vec::new();
@@ -220,49 +277,50 @@ fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
         }
     }
     if present.is_empty() {
-        return invalid(format!(
+        return Err(invalid(format!(
             "no loadgen lines of scenario {scenario:?} for run(s) {} (load {load:?}, {where_})",
             run_ids.join(", ")
-        ));
+        )));
     }
     wins.sort_by(|a, b| (a.start_ms, &a.run_id).cmp(&(b.start_ms, &b.run_id)));
     let requests: u64 = wins.iter().map(|w| w.count).sum();
     let errors: u64 = wins.iter().map(|w| w.err).sum();
-    let row_of = |w: &Win| {
-        inp.q2
-            .iter()
-            .position(|r| {
-                r.run_id == w.run_id && r.scenario == scenario && r.start_ms == w.start_ms
-            })
-            .map(|i| format!("{}#{i}", inp.q2_name))
+    Ok(LoadSel {
+        load,
+        scenario,
+        where_,
+        present,
+        wins,
+        requests,
+        errors,
+    })
+}
+
+/// A load check (`status_seen`, `no_errors`, `errors_at_least`, `recovers`) over its windows.
+fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
+    let sel = match load_windows(c, runs, inp) {
+        Ok(s) => s,
+        Err(e) => return e,
     };
-    let rows_where = |f: &dyn Fn(&Win) -> bool| -> Vec<String> {
-        wins.iter().filter(|w| f(w)).filter_map(row_of).collect()
-    };
-    let base = json!({"load": load, "scenario": scenario, "run_ids": present,
-                      "windows": wins.len(), "requests": requests, "errors": errors});
-    let with = |mut v: Value, extra: Value| {
-        if let (Some(m), Some(x)) = (v.as_object_mut(), extra.as_object()) {
-            for (k, val) in x {
-                m.insert(k.clone(), val.clone());
-            }
-        }
-        v
-    };
+    let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
+    let (requests, errors) = (sel.requests, sel.errors);
     match c.kind.as_str() {
         "status_seen" => {
             let Some(status) = c.status else {
                 return invalid("status_seen needs `status`");
             };
             let min = c.min.unwrap_or(1.0);
-            let seen: u64 = wins.iter().map(|w| w.status).sum();
+            let seen: u64 = sel.wins.iter().map(|w| w.status).sum();
             judged(
                 seen as f64 >= min,
                 format!(
                     "{seen} response(s) with status {status} (need >= {min}) in {requests} requests of {load}/{scenario}, {where_}"
                 ),
-                with(base, json!({"status": status, "seen": seen, "min": min})),
-                rows_where(&|w| w.status > 0),
+                with(
+                    sel.base(),
+                    json!({"status": status, "seen": seen, "min": min}),
+                ),
+                sel.rows_where(inp, &|w| w.status > 0),
             )
         }
         "no_errors" => {
@@ -274,8 +332,8 @@ fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
             judged(
                 errors == 0,
                 format!("{errors} error(s) in {requests} requests of {load}/{scenario}, {where_}"),
-                base,
-                rows_where(&|w| w.err > 0),
+                sel.base(),
+                sel.rows_where(inp, &|w| w.err > 0),
             )
         }
         "errors_at_least" => {
@@ -285,53 +343,57 @@ fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
                 format!(
                     "{errors} error(s) (need >= {min}) in {requests} requests of {load}/{scenario}, {where_}"
                 ),
-                with(base, json!({"min": min})),
-                rows_where(&|w| w.err > 0),
+                with(sel.base(), json!({"min": min})),
+                sel.rows_where(inp, &|w| w.err > 0),
             )
         }
-        _ => {
-            // recovers
-            let last_bad = wins.iter().rposition(|w| w.err > 0);
-            let last_served = wins.iter().rposition(|w| w.count > 0);
-            let Some(last_served) = last_served else {
-                return invalid(format!(
-                    "no requests of {load}/{scenario} in {where_}: nothing to judge"
-                ));
-            };
-            let ok = last_bad.is_some_and(|b| last_served > b);
-            let detail = match last_bad {
-                None => format!(
-                    "no errors at all in {requests} requests of {load}/{scenario}, {where_}: nothing to recover from"
-                ),
-                Some(b) if ok => format!(
-                    "errors until the window at {}, then {} window(s) with requests and none",
-                    iso_ms(wins[b].start_ms),
-                    wins[b + 1..].iter().filter(|w| w.count > 0).count()
-                ),
-                Some(b) => format!(
-                    "still failing in the last window with requests ({})",
-                    iso_ms(wins[b].start_ms)
-                ),
-            };
-            let mut rows: Vec<String> = Vec::new();
-            if let Some(r) = last_bad.and_then(|b| row_of(&wins[b])) {
-                rows.push(r);
-            }
-            if let Some(r) = row_of(&wins[last_served]) {
-                rows.push(r);
-            }
-            judged(
-                ok,
-                detail,
-                with(
-                    base,
-                    json!({"last_error_window": last_bad.map(|b| iso_ms(wins[b].start_ms)),
-                           "last_window_with_requests": iso_ms(wins[last_served].start_ms)}),
-                ),
-                rows,
-            )
-        }
+        _ => recovers(&sel, inp),
     }
+}
+
+/// `recovers`: the windows have errors, and the last window with requests has none.
+fn recovers(sel: &LoadSel, inp: &Inputs) -> Eval {
+    let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
+    let (requests, wins) = (sel.requests, &sel.wins);
+    let last_bad = wins.iter().rposition(|w| w.err > 0);
+    let last_served = wins.iter().rposition(|w| w.count > 0);
+    let Some(last_served) = last_served else {
+        return invalid(format!(
+            "no requests of {load}/{scenario} in {where_}: nothing to judge"
+        ));
+    };
+    let ok = last_bad.is_some_and(|b| last_served > b);
+    let detail = match last_bad {
+        None => format!(
+            "no errors at all in {requests} requests of {load}/{scenario}, {where_}: nothing to recover from"
+        ),
+        Some(b) if ok => format!(
+            "errors until the window at {}, then {} window(s) with requests and none",
+            iso_ms(wins[b].start_ms),
+            wins[b + 1..].iter().filter(|w| w.count > 0).count()
+        ),
+        Some(b) => format!(
+            "still failing in the last window with requests ({})",
+            iso_ms(wins[b].start_ms)
+        ),
+    };
+    let mut rows: Vec<String> = Vec::new();
+    if let Some(r) = last_bad.and_then(|b| sel.row_of(inp, &wins[b])) {
+        rows.push(r);
+    }
+    if let Some(r) = sel.row_of(inp, &wins[last_served]) {
+        rows.push(r);
+    }
+    judged(
+        ok,
+        detail,
+        with(
+            sel.base(),
+            json!({"last_error_window": last_bad.map(|b| iso_ms(wins[b].start_ms)),
+                   "last_window_with_requests": iso_ms(wins[last_served].start_ms)}),
+        ),
+        rows,
+    )
 }
 
 /// The event scope of a check: `[from, to]` in epoch ms (`to` open when `None`).
@@ -380,6 +442,44 @@ fn scope(c: &CheckSpec, runs: &RunsFile) -> Result<(i64, Option<i64>, String), E
     Ok((from, to, what))
 }
 
+/// Where an event check looks: the system events of `app` from `from` to `to` (open when
+/// `None`); `what` names the scope in the detail.
+struct EventScope<'a> {
+    app: &'a String,
+    from: i64,
+    to: Option<i64>,
+    what: String,
+}
+
+impl EventScope<'_> {
+    /// Whether `e` is one of the events the check looks at.
+    fn contains(&self, e: &SystemEvent) -> bool {
+        &e.app == self.app && e.ts_ms >= self.from && self.to.is_none_or(|t| e.ts_ms <= t)
+    }
+
+    /// The scope's numbers (`app`, `from`, `to`) with the keys of `extra` added.
+    fn numbers(&self, extra: Value) -> Value {
+        let span = json!({"app": self.app, "from": iso_ms(self.from), "to": self.to.map(iso_ms)});
+        with(span, extra)
+    }
+}
+
+/// The Q7 references of system events.
+fn refs(evs: &[&SystemEvent]) -> Vec<String> {
+    evs.iter()
+        .map(|e| {
+            format!(
+                "q7-system-events:{} {} {}",
+                iso_ms(e.ts_ms),
+                e.reason,
+                e.replica
+            )
+        })
+        .collect()
+}
+
+/// An event check (`restart_count_at_least`/`_at_most`, `probe_failed`, `probe_failed_first`)
+/// over the system events of `app` in its scope.
 fn event_check(c: &CheckSpec, runs: &RunsFile, acc: &Acc) -> Eval {
     let Some(app) = &c.app else {
         return invalid(format!("check kind {} needs `app`", c.kind));
@@ -391,185 +491,185 @@ fn event_check(c: &CheckSpec, runs: &RunsFile, acc: &Acc) -> Eval {
     if acc.system.is_empty() {
         return invalid("no system events (ContainerAppSystemLogs_CL) in the inputs");
     }
-    let in_scope =
-        |e: &&SystemEvent| &e.app == app && e.ts_ms >= from && to.is_none_or(|t| e.ts_ms <= t);
-    let span = json!({"app": app, "from": iso_ms(from), "to": to.map(iso_ms)});
-    let refs = |evs: &[&SystemEvent]| -> Vec<String> {
-        evs.iter()
-            .map(|e| {
-                format!(
-                    "q7-system-events:{} {} {}",
-                    iso_ms(e.ts_ms),
-                    e.reason,
-                    e.replica
-                )
-            })
-            .collect()
-    };
-    let add = |extra: Value| {
-        let mut v = span.clone();
-        if let (Some(m), Some(x)) = (v.as_object_mut(), extra.as_object()) {
-            for (k, val) in x {
-                m.insert(k.clone(), val.clone());
-            }
-        }
-        v
+    let sc = EventScope {
+        app,
+        from,
+        to,
+        what,
     };
     match c.kind.as_str() {
-        "restart_count_at_least" | "restart_count_at_most" => {
-            let kinds = terminations(&acc.system);
-            let mut evs: Vec<&SystemEvent> = Vec::new();
-            let mut not_counted: std::collections::BTreeMap<String, u64> = Default::default();
-            let mut unknown: Vec<&SystemEvent> = Vec::new();
-            let mut by_reason: std::collections::BTreeMap<String, u64> = Default::default();
-            for (i, t) in &kinds {
-                let e = &acc.system[*i];
-                if !in_scope(&e) {
-                    continue;
-                }
-                match t {
-                    Termination::Restart(r) => {
-                        evs.push(e);
-                        *by_reason.entry(r.clone()).or_insert(0) += 1;
-                    }
-                    Termination::Unknown => unknown.push(e),
-                    other => *not_counted.entry(other.label()).or_insert(0) += 1,
-                }
-            }
-            if !unknown.is_empty() {
-                return Eval {
-                    status: Status::NotEvaluated,
-                    detail: format!(
-                        "{} ContainerTerminated row(s) of {app} in {what} have a wording that tells neither a reason nor an exit code (first: {:?}): restarts cannot be counted",
-                        unknown.len(),
-                        unknown[0].msg
-                    ),
-                    numbers: add(json!({"unknown": unknown.len()})),
-                    rows: refs(&unknown),
-                };
-            }
-            let n = evs.len() as f64;
-            let (ok, need) = if c.kind == "restart_count_at_least" {
-                let min = c.min.unwrap_or(1.0);
-                (n >= min, format!(">= {min}"))
-            } else {
-                let max = c.max.unwrap_or(0.0);
-                (n <= max, format!("<= {max}"))
-            };
-            let skipped: Vec<String> = not_counted
-                .iter()
-                .map(|(k, v)| format!("{k} ×{v}"))
-                .collect();
-            judged(
-                ok,
-                format!(
-                    "{} restart(s) of {app} (need {need}) in {what}: ContainerTerminated rows with reason 'ProbeFailure' or a non-zero exit code{}{}",
-                    evs.len(),
-                    if by_reason.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            " ({})",
-                            by_reason
-                                .iter()
-                                .map(|(k, v)| format!("{k} ×{v}"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    },
-                    if skipped.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            "; not counted: {} (ManuallyStopped = a retired or scaled-in replica, exit 0 = a clean stop, 'after probe kill' = the exit-code row that follows a ProbeFailure of the same replica)",
-                            skipped.join(", ")
-                        )
-                    }
-                ),
-                add(json!({"restarts": evs.len(), "min": c.min, "max": c.max,
-                           "basis": "ContainerTerminated reason ProbeFailure or non-zero exit code",
-                           "by_reason": by_reason, "not_counted": not_counted})),
-                refs(&evs),
-            )
-        }
+        "restart_count_at_least" | "restart_count_at_most" => restart_count(c, acc, &sc),
         _ => {
             let Some(probe) = &c.probe else {
                 return invalid(format!("check kind {} needs `probe`", c.kind));
             };
-            let want = probe.to_lowercase();
             let evs: Vec<&SystemEvent> = acc
                 .system
                 .iter()
-                .filter(in_scope)
+                .filter(|e| sc.contains(e))
                 .filter(|e| e.reason == "ProbeFailed")
                 .collect();
             if c.kind == "probe_failed" {
-                let hits: Vec<&SystemEvent> = evs
-                    .iter()
-                    .copied()
-                    .filter(|e| probe_type(&e.msg) == want)
-                    .collect();
-                let min = c.min.unwrap_or(1.0);
-                judged(
-                    hits.len() as f64 >= min,
-                    format!(
-                        "{} ProbeFailed event(s) of type {probe} for {app} (need >= {min}; {} of any type) in {what}",
-                        hits.len(),
-                        evs.len()
-                    ),
-                    add(
-                        json!({"probe": probe, "matching": hits.len(), "any_type": evs.len(),
-                               "min": min}),
-                    ),
-                    refs(&hits),
-                )
+                probe_failed(c, probe, &evs, &sc)
             } else {
-                // The first type to reach `min` failures (1: the first failure of any type).
-                let n = c.min.unwrap_or(1.0).max(1.0).ceil() as usize;
-                let mut by_type: std::collections::BTreeMap<String, Vec<&SystemEvent>> =
-                    Default::default();
-                for e in &evs {
-                    by_type.entry(probe_type(&e.msg)).or_default().push(e);
-                }
-                for v in by_type.values_mut() {
-                    v.sort_by_key(|e| e.ts_ms);
-                }
-                let first = by_type
-                    .iter()
-                    .filter_map(|(t, v)| v.get(n - 1).map(|e| (t.clone(), *e)))
-                    .min_by_key(|(_, e)| e.ts_ms);
-                let counts: serde_json::Map<String, Value> = by_type
-                    .iter()
-                    .map(|(t, v)| (t.clone(), json!(v.len())))
-                    .collect();
-                let ty = first.as_ref().map(|(t, _)| t.clone());
-                let nth = if n == 1 {
-                    "first ProbeFailed".to_owned()
-                } else {
-                    format!("first probe type to fail {n} times")
-                };
-                judged(
-                    ty.as_deref() == Some(want.as_str()),
-                    match &first {
-                        Some((t, e)) => format!(
-                            "the {nth} for {app} in {what} is {t}, at {} (expected {probe}; failures by type: {})",
-                            iso_ms(e.ts_ms),
-                            Value::Object(counts.clone())
-                        ),
-                        None => format!(
-                            "no probe of {app} failed {n} time(s) in {what} ({} ProbeFailed event(s))",
-                            evs.len()
-                        ),
-                    },
-                    add(
-                        json!({"probe": probe, "first_type": ty, "any_type": evs.len(),
-                               "min": n, "by_type": counts}),
-                    ),
-                    first.map(|(_, e)| refs(&[e])).unwrap_or_default(),
-                )
+                probe_failed_first(c, probe, &evs, &sc)
             }
         }
     }
+}
+
+/// `restart_count_at_least` / `_at_most`: the `ContainerTerminated` rows in scope that are
+/// restarts ([`terminations`]); not evaluated when a row's wording is unknown.
+fn restart_count(c: &CheckSpec, acc: &Acc, sc: &EventScope) -> Eval {
+    let (app, what) = (sc.app, &sc.what);
+    let kinds = terminations(&acc.system);
+    let mut evs: Vec<&SystemEvent> = Vec::new();
+    let mut not_counted: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut unknown: Vec<&SystemEvent> = Vec::new();
+    let mut by_reason: std::collections::BTreeMap<String, u64> = Default::default();
+    for (i, t) in &kinds {
+        let e = &acc.system[*i];
+        if !sc.contains(e) {
+            continue;
+        }
+        match t {
+            Termination::Restart(r) => {
+                evs.push(e);
+                *by_reason.entry(r.clone()).or_insert(0) += 1;
+            }
+            Termination::Unknown => unknown.push(e),
+            other => *not_counted.entry(other.label()).or_insert(0) += 1,
+        }
+    }
+    if !unknown.is_empty() {
+        return Eval {
+            status: Status::NotEvaluated,
+            detail: format!(
+                "{} ContainerTerminated row(s) of {app} in {what} have a wording that tells neither a reason nor an exit code (first: {:?}): restarts cannot be counted",
+                unknown.len(),
+                unknown[0].msg
+            ),
+            numbers: sc.numbers(json!({"unknown": unknown.len()})),
+            rows: refs(&unknown),
+        };
+    }
+    let n = evs.len() as f64;
+    let (ok, need) = if c.kind == "restart_count_at_least" {
+        let min = c.min.unwrap_or(1.0);
+        (n >= min, format!(">= {min}"))
+    } else {
+        let max = c.max.unwrap_or(0.0);
+        (n <= max, format!("<= {max}"))
+    };
+    let skipped: Vec<String> = not_counted
+        .iter()
+        .map(|(k, v)| format!("{k} ×{v}"))
+        .collect();
+    judged(
+        ok,
+        format!(
+            "{} restart(s) of {app} (need {need}) in {what}: ContainerTerminated rows with reason 'ProbeFailure' or a non-zero exit code{}{}",
+            evs.len(),
+            if by_reason.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({})",
+                    by_reason
+                        .iter()
+                        .map(|(k, v)| format!("{k} ×{v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            if skipped.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; not counted: {} (ManuallyStopped = a retired or scaled-in replica, exit 0 = a clean stop, 'after probe kill' = the exit-code row that follows a ProbeFailure of the same replica)",
+                    skipped.join(", ")
+                )
+            }
+        ),
+        sc.numbers(json!({"restarts": evs.len(), "min": c.min, "max": c.max,
+                          "basis": "ContainerTerminated reason ProbeFailure or non-zero exit code",
+                          "by_reason": by_reason, "not_counted": not_counted})),
+        refs(&evs),
+    )
+}
+
+/// `probe_failed`: the `ProbeFailed` events in scope (`evs`) of type `probe`, at least `min`.
+fn probe_failed(c: &CheckSpec, probe: &str, evs: &[&SystemEvent], sc: &EventScope) -> Eval {
+    let (app, what) = (sc.app, &sc.what);
+    let want = probe.to_lowercase();
+    let hits: Vec<&SystemEvent> = evs
+        .iter()
+        .copied()
+        .filter(|e| probe_type(&e.msg) == want)
+        .collect();
+    let min = c.min.unwrap_or(1.0);
+    judged(
+        hits.len() as f64 >= min,
+        format!(
+            "{} ProbeFailed event(s) of type {probe} for {app} (need >= {min}; {} of any type) in {what}",
+            hits.len(),
+            evs.len()
+        ),
+        sc.numbers(
+            json!({"probe": probe, "matching": hits.len(), "any_type": evs.len(),
+                   "min": min}),
+        ),
+        refs(&hits),
+    )
+}
+
+/// `probe_failed_first`: of the probe types in `evs`, the first to reach `min` failures is
+/// `probe`.
+fn probe_failed_first(c: &CheckSpec, probe: &str, evs: &[&SystemEvent], sc: &EventScope) -> Eval {
+    let (app, what) = (sc.app, &sc.what);
+    let want = probe.to_lowercase();
+    // The first type to reach `min` failures (1: the first failure of any type).
+    let n = c.min.unwrap_or(1.0).max(1.0).ceil() as usize;
+    let mut by_type: std::collections::BTreeMap<String, Vec<&SystemEvent>> = Default::default();
+    for e in evs {
+        by_type.entry(probe_type(&e.msg)).or_default().push(e);
+    }
+    for v in by_type.values_mut() {
+        v.sort_by_key(|e| e.ts_ms);
+    }
+    let first = by_type
+        .iter()
+        .filter_map(|(t, v)| v.get(n - 1).map(|e| (t.clone(), *e)))
+        .min_by_key(|(_, e)| e.ts_ms);
+    let counts: serde_json::Map<String, Value> = by_type
+        .iter()
+        .map(|(t, v)| (t.clone(), json!(v.len())))
+        .collect();
+    let ty = first.as_ref().map(|(t, _)| t.clone());
+    let nth = if n == 1 {
+        "first ProbeFailed".to_owned()
+    } else {
+        format!("first probe type to fail {n} times")
+    };
+    judged(
+        ty.as_deref() == Some(want.as_str()),
+        match &first {
+            Some((t, e)) => format!(
+                "the {nth} for {app} in {what} is {t}, at {} (expected {probe}; failures by type: {})",
+                iso_ms(e.ts_ms),
+                Value::Object(counts.clone())
+            ),
+            None => format!(
+                "no probe of {app} failed {n} time(s) in {what} ({} ProbeFailed event(s))",
+                evs.len()
+            ),
+        },
+        sc.numbers(
+            json!({"probe": probe, "first_type": ty, "any_type": evs.len(),
+                   "min": n, "by_type": counts}),
+        ),
+        first.map(|(_, e)| refs(&[e])).unwrap_or_default(),
+    )
 }
 
 fn action_check(c: &CheckSpec, runs: &RunsFile) -> Eval {

@@ -42,8 +42,8 @@ use serde_json::{Value, json};
 
 use crate::model::{Acc, SystemEvent};
 use crate::runs::{ActionRec, RunsFile, StepRec};
-use crate::timeline::termination_reason;
 use crate::ts::{iso_ms, parse_ms};
+use crate::wording::termination_reason;
 
 /// One fired event, as report.md and report.html list it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -360,12 +360,7 @@ fn rollout(acc: &Acc, pid: &str, ev: &mut Event, problems: &mut Vec<String>) {
             "no ContainerStarted row of the new revision {new_rev} in the system events"
         ));
     }
-    let inv = snaps(
-        acc.replica_samples
-            .iter()
-            .filter(|s| s.perturbation_id.as_deref() == Some(pid) && s.app == app),
-        rep_key,
-    );
+    let inv = event_inventory(acc, pid, &app);
     let mut old_ev = Vec::new();
     if old.is_empty() {
         problems.push(format!(
@@ -374,37 +369,7 @@ fn rollout(acc: &Acc, pid: &str, ev: &mut Event, problems: &mut Vec<String>) {
         ));
     }
     for o in &old {
-        let stopped_rows = manually_stopped(acc, o, i64::MIN);
-        let deactivating = acc
-            .system
-            .iter()
-            .filter(|e| &e.revision == o && e.reason == "RevisionDeactivating")
-            .count();
-        if stopped_rows.is_empty() && deactivating == 0 {
-            problems.push(format!(
-                "no system row shows the old revision {o} stopping (ContainerTerminated reason 'ManuallyStopped' or RevisionDeactivating)"
-            ));
-        }
-        let stopped: BTreeSet<String> = stopped_rows.iter().map(|e| e.replica.clone()).collect();
-        let one: BTreeSet<String> = std::iter::once(o.clone()).collect();
-        let (first_reps, left) = still_running(&inv, &one, &stopped);
-        if first_reps.is_empty() && stopped.is_empty() {
-            problems.push(format!(
-                "no replica of the old revision {o} in the event's first inventory tick and no ManuallyStopped row: its replicas cannot be shown to have stopped"
-            ));
-        }
-        if !left.is_empty() {
-            problems.push(format!(
-                "old replica(s) {} of {o} still listed at the event's last inventory tick{} and no ManuallyStopped row for them",
-                left.iter().cloned().collect::<Vec<_>>().join(", "),
-                inv.last().map(|t| format!(" ({})", iso_ms(t.1))).unwrap_or_default()
-            ));
-        }
-        old_ev.push(
-            json!({"revision": o, "manually_stopped_rows": stopped_rows.len(),
-                           "revision_deactivating_rows": deactivating,
-                           "replicas_first_tick": first_reps, "replicas_left": left}),
-        );
+        old_ev.push(old_revision_stopped(acc, o, &inv, problems));
     }
     ev.evidence = json!({
         "sample_ticks": samples.len(), "first_sample": iso_ms(start),
@@ -431,12 +396,7 @@ fn restart(acc: &Acc, pid: &str, until: Option<i64>, ev: &mut Event, problems: &
         ));
         return;
     }
-    let inv = snaps(
-        acc.replica_samples
-            .iter()
-            .filter(|s| s.perturbation_id.as_deref() == Some(pid) && s.app == app),
-        rep_key,
-    );
+    let inv = event_inventory(acc, pid, &app);
     if inv.is_empty() {
         problems.push(format!(
             "no ReplicaInventorySample of {app} carries {pid}: replacement replicas cannot be told from the old ones"
@@ -445,24 +405,7 @@ fn restart(acc: &Acc, pid: &str, until: Option<i64>, ev: &mut Event, problems: &
     }
     let inv_start = inv[0].1;
     let since = start.min(inv_start);
-    let mut known: BTreeSet<String> = inv[0].2.iter().map(|r| r.replica.clone()).collect();
-    known.extend(
-        acc.system
-            .iter()
-            .filter(|e| e.ts_ms < since && !e.replica.is_empty())
-            .map(|e| e.replica.clone()),
-    );
-    let started: Vec<&SystemEvent> = acc
-        .system
-        .iter()
-        .filter(|e| {
-            revs.contains(&e.revision)
-                && e.reason == "ContainerStarted"
-                && e.ts_ms >= since
-                && until.is_none_or(|u| e.ts_ms < u)
-                && !known.contains(&e.replica)
-        })
-        .collect();
+    let started = replacement_starts(acc, &revs, &inv[0].2, since, until);
     if started.is_empty() {
         problems.push(format!(
             "no ContainerStarted row of a replacement replica of {} after {}",
@@ -492,21 +435,7 @@ fn restart(acc: &Acc, pid: &str, until: Option<i64>, ev: &mut Event, problems: &
             inv.last().map_or(String::new(), |t| iso_ms(t.1))
         ));
     }
-    // Replica turnover: first tick with a replacement -> first tick with no old replica left.
-    let is_rev = |r: &&&ReplicaInventorySample| revs.contains(&r.revision);
-    let seen = inv.iter().find_map(|(_, ts, rs)| {
-        rs.iter()
-            .filter(is_rev)
-            .any(|r| !first_reps.contains(&r.replica))
-            .then_some(*ts)
-    });
-    let done = seen.and_then(|s| {
-        inv.iter().find_map(|(_, ts, rs)| {
-            let mine: Vec<&&ReplicaInventorySample> = rs.iter().filter(is_rev).collect();
-            (*ts >= s && !mine.is_empty() && mine.iter().all(|r| !first_reps.contains(&r.replica)))
-                .then_some(*ts)
-        })
-    });
+    let (seen, done) = replica_turnover(&inv, &revs, &first_reps);
     ev.first_seen_ms = seen;
     ev.done_ms = done;
     ev.summary.transition_s = match (seen, done) {
@@ -521,6 +450,112 @@ fn restart(acc: &Acc, pid: &str, until: Option<i64>, ev: &mut Event, problems: &
         "manually_stopped_rows": stopped_rows, "replicas_left": left,
         "first_replacement_listed": seen.map(iso_ms), "no_old_replica_listed": done.map(iso_ms),
     });
+}
+
+/// The event's `ReplicaInventorySample` ticks of `app` (its sampler's, by perturbation id).
+fn event_inventory<'a>(
+    acc: &'a Acc,
+    pid: &str,
+    app: &str,
+) -> Vec<Snap<'a, ReplicaInventorySample>> {
+    snaps(
+        acc.replica_samples
+            .iter()
+            .filter(|s| s.perturbation_id.as_deref() == Some(pid) && s.app == app),
+        rep_key,
+    )
+}
+
+/// Whether the old revision `o` of a rollout stopped: a system row shows it, and each of its
+/// replicas in the first inventory tick has a `ManuallyStopped` row or is gone from the last
+/// tick. What is missing goes to `problems`; returns the evidence.
+fn old_revision_stopped(
+    acc: &Acc,
+    o: &str,
+    inv: &[Snap<'_, ReplicaInventorySample>],
+    problems: &mut Vec<String>,
+) -> Value {
+    let stopped_rows = manually_stopped(acc, o, i64::MIN);
+    let deactivating = acc
+        .system
+        .iter()
+        .filter(|e| e.revision == o && e.reason == "RevisionDeactivating")
+        .count();
+    if stopped_rows.is_empty() && deactivating == 0 {
+        problems.push(format!(
+            "no system row shows the old revision {o} stopping (ContainerTerminated reason 'ManuallyStopped' or RevisionDeactivating)"
+        ));
+    }
+    let stopped: BTreeSet<String> = stopped_rows.iter().map(|e| e.replica.clone()).collect();
+    let one: BTreeSet<String> = std::iter::once(o.to_owned()).collect();
+    let (first_reps, left) = still_running(inv, &one, &stopped);
+    if first_reps.is_empty() && stopped.is_empty() {
+        problems.push(format!(
+            "no replica of the old revision {o} in the event's first inventory tick and no ManuallyStopped row: its replicas cannot be shown to have stopped"
+        ));
+    }
+    if !left.is_empty() {
+        problems.push(format!(
+            "old replica(s) {} of {o} still listed at the event's last inventory tick{} and no ManuallyStopped row for them",
+            left.iter().cloned().collect::<Vec<_>>().join(", "),
+            inv.last().map(|t| format!(" ({})", iso_ms(t.1))).unwrap_or_default()
+        ));
+    }
+    json!({"revision": o, "manually_stopped_rows": stopped_rows.len(),
+           "revision_deactivating_rows": deactivating,
+           "replicas_first_tick": first_reps, "replicas_left": left})
+}
+
+/// The `ContainerStarted` rows of `revs` in `[since, until)` for a replica that is new: neither
+/// in the event's first inventory tick nor named by any system row before `since`.
+fn replacement_starts<'a>(
+    acc: &'a Acc,
+    revs: &BTreeSet<String>,
+    first_tick: &[&ReplicaInventorySample],
+    since: i64,
+    until: Option<i64>,
+) -> Vec<&'a SystemEvent> {
+    let mut known: BTreeSet<String> = first_tick.iter().map(|r| r.replica.clone()).collect();
+    known.extend(
+        acc.system
+            .iter()
+            .filter(|e| e.ts_ms < since && !e.replica.is_empty())
+            .map(|e| e.replica.clone()),
+    );
+    acc.system
+        .iter()
+        .filter(|e| {
+            revs.contains(&e.revision)
+                && e.reason == "ContainerStarted"
+                && e.ts_ms >= since
+                && until.is_none_or(|u| e.ts_ms < u)
+                && !known.contains(&e.replica)
+        })
+        .collect()
+}
+
+/// A restart's replica turnover: the first tick with a replacement replica of `revs` (one not
+/// in `first_reps`), and the first tick from then on with no replica of `first_reps` left.
+fn replica_turnover(
+    inv: &[Snap<'_, ReplicaInventorySample>],
+    revs: &BTreeSet<String>,
+    first_reps: &BTreeSet<String>,
+) -> (Option<i64>, Option<i64>) {
+    let is_rev = |r: &&&ReplicaInventorySample| revs.contains(&r.revision);
+    let seen = inv.iter().find_map(|(_, ts, rs)| {
+        rs.iter()
+            .filter(is_rev)
+            .any(|r| !first_reps.contains(&r.replica))
+            .then_some(*ts)
+    });
+    let done = seen.and_then(|s| {
+        inv.iter().find_map(|(_, ts, rs)| {
+            let mine: Vec<&&ReplicaInventorySample> = rs.iter().filter(is_rev).collect();
+            (*ts >= s && !mine.is_empty() && mine.iter().all(|r| !first_reps.contains(&r.replica)))
+                .then_some(*ts)
+        })
+    });
+    (seen, done)
 }
 
 /// Client-visible errors of the step's load runs in `[from, to)`, and how they were counted.

@@ -65,9 +65,22 @@ fn cell(v: &Value) -> String {
 
 /// Renders report.html.
 pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> String {
-    let v = &a.verdict;
-    let verdict = v.verdict.as_str();
     let mut h = String::new();
+    head(&mut h, a.verdict.verdict.as_str(), opts);
+    verdict_section(&mut h, a);
+    gates_section(&mut h, a);
+    timeline_section(&mut h, a);
+    events_section(&mut h, events);
+    findings_section(&mut h, a);
+    steps_section(&mut h, a);
+    tables_section(&mut h, a);
+    inputs_section(&mut h, a);
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+/// The document's head (the policy, the live view's refresh, the style) and the live banner.
+fn head(h: &mut String, verdict: &str, opts: &HtmlOptions) {
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     let _ = writeln!(
         h,
@@ -85,8 +98,12 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
     if let Some(b) = &opts.banner {
         let _ = writeln!(h, "<div class=\"banner\" id=\"live\">{}</div>", esc(b));
     }
+}
 
-    // Verdict.
+/// The verdict and its facts (hypothesis, rule, what was judged, the evidence cap, why).
+fn verdict_section(h: &mut String, a: &Analysis) {
+    let v = &a.verdict;
+    let verdict = v.verdict.as_str();
     let _ = writeln!(
         h,
         "<section class=\"verdict {verdict}\" id=\"verdict\" data-verdict=\"{verdict}\">\n<h1>Verdict: {}</h1>",
@@ -97,16 +114,16 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
         let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
     };
     fact(
-        &mut h,
+        h,
         "hypothesis",
         v.hypothesis
             .as_deref()
             .unwrap_or("(no lab file: the original lab's rule)"),
     );
-    fact(&mut h, "rule", &v.rule_text);
-    fact(&mut h, "falsified", &v.falsified.to_string());
+    fact(h, "rule", &v.rule_text);
+    fact(h, "falsified", &v.falsified.to_string());
     fact(
-        &mut h,
+        h,
         "judged",
         &format!(
             "{} run(s), {} windows, {} requests, {} errors",
@@ -117,7 +134,7 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
         ),
     );
     fact(
-        &mut h,
+        h,
         "worst judged window",
         &format!(
             "{:.3} % {}",
@@ -125,16 +142,18 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
             v.worst_bucket.as_deref().unwrap_or("")
         ),
     );
-    fact(&mut h, "evidence cap", a.cap.map_or("none", |c| c.tag()));
+    fact(h, "evidence cap", a.cap.map_or("none", |c| c.tag()));
     if let Some(p) = a.runs_file.as_ref().ok().and_then(|r| r.platform()) {
-        fact(&mut h, "platform", &p);
+        fact(h, "platform", &p);
     }
     for r in &v.reasons {
-        fact(&mut h, "why", r);
+        fact(h, "why", r);
     }
     h.push_str("</dl>\n</section>\n");
+}
 
-    // Gates.
+/// The gates, one table row each.
+fn gates_section(h: &mut String, a: &Analysis) {
     h.push_str("<section id=\"gates\">\n<h2>Gates</h2>\n<div class=\"scroll\"><table>\n<thead><tr><th>gate</th><th>kind</th><th>required</th><th>status</th><th>detail</th></tr></thead>\n<tbody>\n");
     for g in &a.gates {
         let (class, st) = match g.status {
@@ -156,8 +175,10 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
         h.push_str("<tr><td colspan=\"5\" class=\"muted\">no gates</td></tr>\n");
     }
     h.push_str("</tbody></table></div>\n</section>\n");
+}
 
-    // Timeline.
+/// The lab's shared-time-axis timeline.
+fn timeline_section(h: &mut String, a: &Analysis) {
     h.push_str("<section id=\"timeline-section\">\n<h2>Timeline</h2>\n");
     match timeline_svg::lab(a) {
         Some(svg) => {
@@ -168,8 +189,10 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
         None => h.push_str("<p class=\"muted\">No windows and no steps to draw.</p>\n"),
     }
     h.push_str("</section>\n");
+}
 
-    // Per event.
+/// The per-event table.
+fn events_section(h: &mut String, events: &[EventSummary]) {
     h.push_str("<section id=\"events\">\n<h2>Per event</h2>\n");
     if events.is_empty() {
         h.push_str(
@@ -205,15 +228,19 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
         h.push_str("</tbody></table></div>\n");
     }
     h.push_str("</section>\n");
+}
 
-    // Findings.
+/// The findings, one list item per statement.
+fn findings_section(h: &mut String, a: &Analysis) {
     h.push_str("<section id=\"findings\">\n<h2>Findings</h2>\n<ul>\n");
     for s in &a.statements {
         let _ = writeln!(h, "<li>{}</li>", esc(&s.render()));
     }
     h.push_str("</ul>\n</section>\n");
+}
 
-    // Steps zoomed.
+/// One timeline zoomed on each step that fired an action (no section when none did).
+fn steps_section(h: &mut String, a: &Analysis) {
     let steps = timeline_svg::per_step(a);
     if !steps.is_empty() {
         h.push_str("<section id=\"steps\">\n<h2>Steps with perturbations</h2>\n");
@@ -227,8 +254,10 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
         }
         h.push_str("</section>\n");
     }
+}
 
-    // Tables.
+/// Every table, its first [`MAX_REPORT_ROWS`] rows, each in a `<details>`.
+fn tables_section(h: &mut String, a: &Analysis) {
     let _ = writeln!(
         h,
         "<section id=\"tables\">\n<h2>Tables</h2>\n<p class=\"muted\">The first {MAX_REPORT_ROWS} rows of each; every row is in <code>tables/</code>.</p>"
@@ -256,8 +285,10 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
         h.push_str("</tbody></table></div>\n</details>\n");
     }
     h.push_str("</section>\n");
+}
 
-    // Inputs.
+/// The inputs read: files and their shapes, line counts, quoted bad lines, warnings.
+fn inputs_section(h: &mut String, a: &Analysis) {
     let s = a.stats();
     h.push_str("<section id=\"inputs\">\n<h2>Inputs</h2>\n<ul>\n");
     for (f, shape) in &s.files {
@@ -279,6 +310,5 @@ pub fn render(a: &Analysis, events: &[EventSummary], opts: &HtmlOptions) -> Stri
     for w in &s.warnings {
         let _ = writeln!(h, "<p>warning: {}</p>", esc(w));
     }
-    h.push_str("</section>\n</body>\n</html>\n");
-    h
+    h.push_str("</section>\n");
 }

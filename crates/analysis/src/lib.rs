@@ -27,6 +27,7 @@ pub mod timeline;
 pub mod timeline_svg;
 pub mod ts;
 pub mod verdict;
+pub mod wording;
 
 use std::path::{Path, PathBuf};
 
@@ -237,49 +238,13 @@ pub fn compute_with_runs(
             q2_name: &q2_name,
         };
         let results = checks::evaluate(&lab, &inp);
-        for r in &results {
-            let st = match r.gate.status {
-                verdict::Status::Pass => "observed",
-                verdict::Status::Fail => "NOT observed",
-                verdict::Status::NotEvaluated => "not evaluated",
-            };
-            check_statements.push(Statement::new(
-                r.level,
-                format!(
-                    "Check \"{}\": {st}: {}.",
-                    r.gate.name.trim_start_matches("check:"),
-                    r.gate.detail
-                ),
-            ));
-        }
+        check_statements = statements_of_checks(&results);
         let gates = results.into_iter().map(|r| r.gate).collect();
         verdict::decide_observation(&ctx, gates)
     } else {
         verdict::decide(&ctx, &streaks)
     };
-    for r in runs.iter().filter(|r| r.cross_check.is_some()) {
-        if let Some(c) = &r.cross_check
-            && c.gap > 0
-        {
-            statements.push(Statement::new(
-                Level::Measured,
-                format!(
-                    "{}/{}: bucket lines count {} {}, req lines {} (a gap of {}; the rule's resolution is {}); Q1 and Q2 use the {} lines.",
-                    r.run_id,
-                    r.scenario,
-                    c.bucket,
-                    c.compared,
-                    c.req,
-                    c.gap,
-                    c.resolution,
-                    match r.source {
-                        rule::Source::Req => "req",
-                        _ => "bucket",
-                    }
-                ),
-            ));
-        }
-    }
+    statements.extend(cross_check_statements(&runs));
     let events: Vec<EventSummary> = events.into_iter().map(|e| e.summary).collect();
     let mut head = summary_statements(&verdict, &phases, &acc, lab.is_observation());
     head.append(&mut check_statements);
@@ -301,6 +266,57 @@ pub fn compute_with_runs(
         verdict,
         statements: head,
     }
+}
+
+/// One finding per check: observed, NOT observed or not evaluated, and why.
+fn statements_of_checks(results: &[checks::CheckResult]) -> Vec<Statement> {
+    let mut out = Vec::new();
+    for r in results {
+        let st = match r.gate.status {
+            verdict::Status::Pass => "observed",
+            verdict::Status::Fail => "NOT observed",
+            verdict::Status::NotEvaluated => "not evaluated",
+        };
+        out.push(Statement::new(
+            r.level,
+            format!(
+                "Check \"{}\": {st}: {}.",
+                r.gate.name.trim_start_matches("check:"),
+                r.gate.detail
+            ),
+        ));
+    }
+    out
+}
+
+/// One finding per run whose `bucket` and `req` lines count differently: both counts, the gap,
+/// the rule's resolution and which lines Q1 and Q2 use.
+fn cross_check_statements(runs: &[RunSummary]) -> Vec<Statement> {
+    let mut out = Vec::new();
+    for r in runs.iter().filter(|r| r.cross_check.is_some()) {
+        if let Some(c) = &r.cross_check
+            && c.gap > 0
+        {
+            out.push(Statement::new(
+                Level::Measured,
+                format!(
+                    "{}/{}: bucket lines count {} {}, req lines {} (a gap of {}; the rule's resolution is {}); Q1 and Q2 use the {} lines.",
+                    r.run_id,
+                    r.scenario,
+                    c.bucket,
+                    c.compared,
+                    c.req,
+                    c.gap,
+                    c.resolution,
+                    match r.source {
+                        rule::Source::Req => "req",
+                        _ => "bucket",
+                    }
+                ),
+            ));
+        }
+    }
+    out
 }
 
 fn summary_statements(

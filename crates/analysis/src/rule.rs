@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::lab::LabFile;
-use crate::model::{Acc, ReqMode, new_hist, quantile_ms};
+use crate::model::{Acc, ReqMode, RunData, new_hist, quantile_ms};
 
 /// The falsification rule: K consecutive windows with err_pct strictly above the threshold.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -212,63 +212,8 @@ pub fn buckets_and_summaries(
     let mut sums = Vec::new();
     for run in &acc.runs {
         let phase = lab.phase_of(&run.run_id);
-        let mut these: Vec<BucketRow> = Vec::new();
         let use_buckets = !run.windows_from_reqs();
-        if use_buckets {
-            for (&start, w) in &run.buckets {
-                these.push(BucketRow {
-                    run_id: run.run_id.clone(),
-                    scenario: run.scenario.clone(),
-                    phase: phase.clone(),
-                    start_ms: start,
-                    count: w.count,
-                    ok: w.ok,
-                    err: w.err,
-                    err_pct: labkit::event::err_pct(w.err, w.count),
-                    p50_ms: w.p50_ms(),
-                    p95_ms: w.p95_ms,
-                    p99_ms: w.p99_ms,
-                    max_ms: w.max_ms,
-                    source: Source::Bucket,
-                    lines: w.lines,
-                    served_by: w.served_by.clone(),
-                    errors: w.errors.clone(),
-                });
-            }
-        } else {
-            for (&start, w) in &run.reqs {
-                these.push(BucketRow {
-                    run_id: run.run_id.clone(),
-                    scenario: run.scenario.clone(),
-                    phase: phase.clone(),
-                    start_ms: start,
-                    count: w.count,
-                    ok: w.ok,
-                    err: w.err,
-                    err_pct: labkit::event::err_pct(w.err, w.count),
-                    p50_ms: quantile_ms(&w.hist, 0.5),
-                    p95_ms: quantile_ms(&w.hist, 0.95),
-                    p99_ms: quantile_ms(&w.hist, 0.99),
-                    max_ms: quantile_ms(&w.hist, 1.0),
-                    source: Source::Req,
-                    lines: w.count,
-                    served_by: w.served_by.clone(),
-                    errors: w.errors.clone(),
-                });
-            }
-        }
-        // The control-bucket rule: every window between the first and the last is present.
-        let mut filled: Vec<BucketRow> = Vec::with_capacity(these.len());
-        for r in these {
-            if let Some(prev) = filled.last() {
-                let mut t = prev.start_ms + wms;
-                while t < r.start_ms {
-                    filled.push(empty_row(&run.run_id, &run.scenario, &phase, t));
-                    t += wms;
-                }
-            }
-            filled.push(r);
-        }
+        let filled = gap_filled(run_windows(run, &phase, use_buckets), run, &phase, wms);
         // Totals and latency.
         let (requests, ok, err) = filled
             .iter()
@@ -276,54 +221,8 @@ pub fn buckets_and_summaries(
         let (b_count, b_err) = run.bucket_totals();
         let (r_count, _, _) = run.req_totals();
         let mode = run.req_mode();
-        // Exact latency from `req` lines when they are every request and none is missing.
-        let req_latency = if run.buckets.is_empty() {
-            !run.reqs.is_empty()
-        } else {
-            mode == ReqMode::All && r_count >= b_count
-        };
-        let (p50, p95, p99, max, basis) = if req_latency {
-            let mut h = new_hist();
-            for w in run.reqs.values() {
-                crate::model::merge_hist(&mut h, &w.hist);
-            }
-            (
-                quantile_ms(&h, 0.5),
-                quantile_ms(&h, 0.95),
-                quantile_ms(&h, 0.99),
-                quantile_ms(&h, 1.0),
-                "req",
-            )
-        } else {
-            let w = |f: fn(&BucketRow) -> Option<f64>| weighted_median(&filled, f);
-            let max = filled
-                .iter()
-                .filter_map(|r| r.max_ms.or(r.p99_ms))
-                .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
-            (
-                w(|r| r.p50_ms),
-                w(|r| r.p95_ms),
-                w(|r| r.p99_ms),
-                max,
-                "bucket",
-            )
-        };
-        let cross_check = (!run.buckets.is_empty() && !run.reqs.is_empty()).then(|| {
-            let (compared, bucket) = match mode {
-                ReqMode::All => ("requests", b_count),
-                _ => ("errors", b_err),
-            };
-            let mut sizes: Vec<u64> = filled.iter().map(|r| r.count).filter(|c| *c > 0).collect();
-            sizes.sort_unstable();
-            let median = sizes.get(sizes.len() / 2).copied().unwrap_or(0);
-            CrossCheck {
-                compared,
-                bucket,
-                req: r_count,
-                gap: bucket.abs_diff(r_count),
-                resolution: (median as f64 * rule.threshold_pct / 100.0).floor() as u64,
-            }
-        });
+        let (p50, p95, p99, max, basis) = run_latency(run, &filled);
+        let cross_check = cross_check(run, &filled, rule);
         sums.push(RunSummary {
             run_id: run.run_id.clone(),
             scenario: run.scenario.clone(),
@@ -355,6 +254,147 @@ pub fn buckets_and_summaries(
         rows.extend(filled);
     }
     (rows, sums)
+}
+
+/// The windows of one run as Q2 rows, from its `bucket` lines (`use_buckets`) or its `req`
+/// lines; only the windows that have lines.
+fn run_windows(run: &RunData, phase: &str, use_buckets: bool) -> Vec<BucketRow> {
+    let mut these: Vec<BucketRow> = Vec::new();
+    if use_buckets {
+        for (&start, w) in &run.buckets {
+            these.push(BucketRow {
+                run_id: run.run_id.clone(),
+                scenario: run.scenario.clone(),
+                phase: phase.to_owned(),
+                start_ms: start,
+                count: w.count,
+                ok: w.ok,
+                err: w.err,
+                err_pct: labkit::event::err_pct(w.err, w.count),
+                p50_ms: w.p50_ms(),
+                p95_ms: w.p95_ms,
+                p99_ms: w.p99_ms,
+                max_ms: w.max_ms,
+                source: Source::Bucket,
+                lines: w.lines,
+                served_by: w.served_by.clone(),
+                errors: w.errors.clone(),
+            });
+        }
+    } else {
+        for (&start, w) in &run.reqs {
+            these.push(BucketRow {
+                run_id: run.run_id.clone(),
+                scenario: run.scenario.clone(),
+                phase: phase.to_owned(),
+                start_ms: start,
+                count: w.count,
+                ok: w.ok,
+                err: w.err,
+                err_pct: labkit::event::err_pct(w.err, w.count),
+                p50_ms: quantile_ms(&w.hist, 0.5),
+                p95_ms: quantile_ms(&w.hist, 0.95),
+                p99_ms: quantile_ms(&w.hist, 0.99),
+                max_ms: quantile_ms(&w.hist, 1.0),
+                source: Source::Req,
+                lines: w.count,
+                served_by: w.served_by.clone(),
+                errors: w.errors.clone(),
+            });
+        }
+    }
+    these
+}
+
+/// The control-bucket rule: every window between the first and the last is present (a missing
+/// one as a zero row).
+fn gap_filled(these: Vec<BucketRow>, run: &RunData, phase: &str, wms: i64) -> Vec<BucketRow> {
+    let mut filled: Vec<BucketRow> = Vec::with_capacity(these.len());
+    for r in these {
+        if let Some(prev) = filled.last() {
+            let mut t = prev.start_ms + wms;
+            while t < r.start_ms {
+                filled.push(empty_row(&run.run_id, &run.scenario, phase, t));
+                t += wms;
+            }
+        }
+        filled.push(r);
+    }
+    filled
+}
+
+/// A run's p50, p95, p99, max (ms) and their basis: exact from its `req` lines when they are
+/// every request and none is missing (`req`), else the request-weighted medians of its windows'
+/// percentiles (`bucket`).
+fn run_latency(run: &RunData, filled: &[BucketRow]) -> RunLatency {
+    let (b_count, _) = run.bucket_totals();
+    let (r_count, _, _) = run.req_totals();
+    let mode = run.req_mode();
+    // Exact latency from `req` lines when they are every request and none is missing.
+    let req_latency = if run.buckets.is_empty() {
+        !run.reqs.is_empty()
+    } else {
+        mode == ReqMode::All && r_count >= b_count
+    };
+    if req_latency {
+        let mut h = new_hist();
+        for w in run.reqs.values() {
+            crate::model::merge_hist(&mut h, &w.hist);
+        }
+        (
+            quantile_ms(&h, 0.5),
+            quantile_ms(&h, 0.95),
+            quantile_ms(&h, 0.99),
+            quantile_ms(&h, 1.0),
+            "req",
+        )
+    } else {
+        let w = |f: fn(&BucketRow) -> Option<f64>| weighted_median(filled, f);
+        let max = filled
+            .iter()
+            .filter_map(|r| r.max_ms.or(r.p99_ms))
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+        (
+            w(|r| r.p50_ms),
+            w(|r| r.p95_ms),
+            w(|r| r.p99_ms),
+            max,
+            "bucket",
+        )
+    }
+}
+
+/// p50, p95, p99, max (ms) and the basis they were computed on.
+type RunLatency = (
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    &'static str,
+);
+
+/// When a run has both `bucket` and `req` lines: how far the two sources' counts (requests, or
+/// errors when the `req` lines are the failed ones) differ, against the rule's resolution.
+fn cross_check(run: &RunData, filled: &[BucketRow], rule: &Rule) -> Option<CrossCheck> {
+    let (b_count, b_err) = run.bucket_totals();
+    let (r_count, _, _) = run.req_totals();
+    let mode = run.req_mode();
+    (!run.buckets.is_empty() && !run.reqs.is_empty()).then(|| {
+        let (compared, bucket) = match mode {
+            ReqMode::All => ("requests", b_count),
+            _ => ("errors", b_err),
+        };
+        let mut sizes: Vec<u64> = filled.iter().map(|r| r.count).filter(|c| *c > 0).collect();
+        sizes.sort_unstable();
+        let median = sizes.get(sizes.len() / 2).copied().unwrap_or(0);
+        CrossCheck {
+            compared,
+            bucket,
+            req: r_count,
+            gap: bucket.abs_diff(r_count),
+            resolution: (median as f64 * rule.threshold_pct / 100.0).floor() as u64,
+        }
+    })
 }
 
 fn empty_row(run_id: &str, scenario: &str, phase: &str, start: i64) -> BucketRow {

@@ -16,6 +16,7 @@ use crate::runs::RunsFile;
 use crate::table::{Table, num};
 use crate::ts::{iso_ms, iso_s};
 use crate::verdict::{DEFAULT_HEADROOM_FACTOR, staircases};
+use crate::wording::{probe_type, termination_reason, terminations};
 
 /// Seconds around an errored window searched for events (the write-up's ±30 s).
 pub const FORENSICS_MARGIN_MS: i64 = 30_000;
@@ -115,7 +116,26 @@ pub fn q3(acc: &Acc, events: &[Event]) -> Table {
             "detail",
         ],
     );
-    let mut rows: Vec<(String, i64, u8, Vec<Value>)> = Vec::new();
+    let mut rows: Vec<Q3Row> = Vec::new();
+    q3_sample_rows(acc, &mut rows);
+    q3_marker_rows(acc, &mut rows);
+    rows.extend(events.iter().map(q3_event_row));
+    if events.is_empty() {
+        rows.extend(transitions(acc).iter().map(q3_transition_row));
+    }
+    rows.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
+    for r in rows {
+        t.push(r.3);
+    }
+    t
+}
+
+/// A Q3 row with its sort key: perturbation id, time, then markers (0) before samples (1) before
+/// transitions (2).
+type Q3Row = (String, i64, u8, Vec<Value>);
+
+/// Q3's sample rows: one per revision state sample.
+fn q3_sample_rows(acc: &Acc, rows: &mut Vec<Q3Row>) {
     for s in &acc.rev_samples {
         let p = s.perturbation_id.clone().unwrap_or_else(|| "none".into());
         rows.push((
@@ -137,6 +157,10 @@ pub fn q3(acc: &Acc, events: &[Event]) -> Table {
             ],
         ));
     }
+}
+
+/// Q3's marker rows: one per sampler window marker.
+fn q3_marker_rows(acc: &Acc, rows: &mut Vec<Q3Row>) {
     for m in &acc.markers {
         let p = m.perturbation_id.clone().unwrap_or_else(|| "none".into());
         rows.push((
@@ -158,107 +182,105 @@ pub fn q3(acc: &Acc, events: &[Event]) -> Table {
             ],
         ));
     }
-    for ev in events {
-        let e = &ev.summary;
-        let p = e.perturbation_id.clone().unwrap_or_else(|| "none".into());
-        let ts = ev.first_seen_ms.unwrap_or(e.fired_ms);
-        let what = if crate::events::makes_revision(&e.kind) {
-            format!(
-                "from {} to {}: new revision first seen {}, alone with traffic {}",
-                ev.old.join(","),
-                e.new_revision.as_deref().unwrap_or("?"),
-                ev.first_seen_ms
-                    .map(iso_ms)
-                    .unwrap_or_else(|| "never".into()),
-                ev.done_ms.map(iso_ms).unwrap_or_else(|| "never".into())
-            )
-        } else if e.kind == "restart" {
-            format!(
-                "{} restarted: first replacement replica listed {}, no old replica listed {}",
-                ev.old.join(","),
-                ev.first_seen_ms
-                    .map(iso_ms)
-                    .unwrap_or_else(|| "never".into()),
-                ev.done_ms.map(iso_ms).unwrap_or_else(|| "never".into())
-            )
-        } else {
-            format!("{} of {}", e.kind, ev.app)
-        };
-        let detail = format!(
-            "{} event {} ({}) fired {}: {what}{}{}",
-            e.step,
-            e.event,
-            e.kind,
-            iso_ms(e.fired_ms),
-            e.transition_s
-                .map(|s| format!(" ({s:.1} s)"))
-                .unwrap_or_default(),
-            e.problem
-                .as_ref()
-                .map(|p| format!("; NOT observed: {p}"))
-                .unwrap_or_default()
-        );
-        rows.push((
-            p.clone(),
-            ts,
-            2,
-            vec![
-                json!(p),
-                json!(iso_ms(ts)),
-                json!("transition"),
-                json!(ev.app),
-                json!(e.new_revision),
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                json!(detail),
-            ],
-        ));
-    }
-    if events.is_empty() {
-        for tr in transitions(acc) {
-            let secs = tr.alone_ms.map(|a| (a - tr.first_seen_ms) as f64 / 1000.0);
-            rows.push((
-                tr.perturbation_id.clone(),
-                tr.first_seen_ms,
-                2,
-                vec![
-                    json!(tr.perturbation_id),
-                    json!(iso_ms(tr.first_seen_ms)),
-                    json!("transition"),
-                    json!(tr.app),
-                    json!(tr.new),
-                    Value::Null,
-                    Value::Null,
-                    Value::Null,
-                    Value::Null,
-                    Value::Null,
-                    json!(match secs {
-                        Some(s) => format!(
-                            "from {} to {}: new revision first seen {}, alone with traffic {} ({s:.1} s)",
-                            tr.old.join(","),
-                            tr.new,
-                            iso_ms(tr.first_seen_ms),
-                            tr.alone_ms.map(iso_ms).unwrap_or_default()
-                        ),
-                        None => format!(
-                            "from {} to {}: new revision first seen {}, never alone with traffic in the samples",
-                            tr.old.join(","),
-                            tr.new,
-                            iso_ms(tr.first_seen_ms)
-                        ),
-                    }),
-                ],
-            ));
-        }
-    }
-    rows.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
-    for r in rows {
-        t.push(r.3);
-    }
-    t
+}
+
+/// Q3's transition row of one fired event: its rollout transition or restart turnover, or why
+/// there is none.
+fn q3_event_row(ev: &Event) -> Q3Row {
+    let e = &ev.summary;
+    let p = e.perturbation_id.clone().unwrap_or_else(|| "none".into());
+    let ts = ev.first_seen_ms.unwrap_or(e.fired_ms);
+    let what = if crate::events::makes_revision(&e.kind) {
+        format!(
+            "from {} to {}: new revision first seen {}, alone with traffic {}",
+            ev.old.join(","),
+            e.new_revision.as_deref().unwrap_or("?"),
+            ev.first_seen_ms
+                .map(iso_ms)
+                .unwrap_or_else(|| "never".into()),
+            ev.done_ms.map(iso_ms).unwrap_or_else(|| "never".into())
+        )
+    } else if e.kind == "restart" {
+        format!(
+            "{} restarted: first replacement replica listed {}, no old replica listed {}",
+            ev.old.join(","),
+            ev.first_seen_ms
+                .map(iso_ms)
+                .unwrap_or_else(|| "never".into()),
+            ev.done_ms.map(iso_ms).unwrap_or_else(|| "never".into())
+        )
+    } else {
+        format!("{} of {}", e.kind, ev.app)
+    };
+    let detail = format!(
+        "{} event {} ({}) fired {}: {what}{}{}",
+        e.step,
+        e.event,
+        e.kind,
+        iso_ms(e.fired_ms),
+        e.transition_s
+            .map(|s| format!(" ({s:.1} s)"))
+            .unwrap_or_default(),
+        e.problem
+            .as_ref()
+            .map(|p| format!("; NOT observed: {p}"))
+            .unwrap_or_default()
+    );
+    (
+        p.clone(),
+        ts,
+        2,
+        vec![
+            json!(p),
+            json!(iso_ms(ts)),
+            json!("transition"),
+            json!(ev.app),
+            json!(e.new_revision),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            json!(detail),
+        ],
+    )
+}
+
+/// Q3's transition row of one new revision seen in the samples (without `runs.json` events).
+fn q3_transition_row(tr: &Transition) -> Q3Row {
+    let secs = tr.alone_ms.map(|a| (a - tr.first_seen_ms) as f64 / 1000.0);
+    (
+        tr.perturbation_id.clone(),
+        tr.first_seen_ms,
+        2,
+        vec![
+            json!(tr.perturbation_id),
+            json!(iso_ms(tr.first_seen_ms)),
+            json!("transition"),
+            json!(tr.app),
+            json!(tr.new),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            json!(match secs {
+                Some(s) => format!(
+                    "from {} to {}: new revision first seen {}, alone with traffic {} ({s:.1} s)",
+                    tr.old.join(","),
+                    tr.new,
+                    iso_ms(tr.first_seen_ms),
+                    tr.alone_ms.map(iso_ms).unwrap_or_default()
+                ),
+                None => format!(
+                    "from {} to {}: new revision first seen {}, never alone with traffic in the samples",
+                    tr.old.join(","),
+                    tr.new,
+                    iso_ms(tr.first_seen_ms)
+                ),
+            }),
+        ],
+    )
 }
 
 /// Q4: replica inventory per app.
@@ -305,104 +327,6 @@ pub fn q4(acc: &Acc) -> Table {
         ]);
     }
     t
-}
-
-/// The probe type of a `ProbeFailed` message (`Probe of Liveness failed ...` → `liveness`).
-pub fn probe_type(msg: &str) -> String {
-    msg.split_whitespace()
-        .skip_while(|w| !w.eq_ignore_ascii_case("of"))
-        .nth(1)
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// The reason of a `ContainerTerminated` message (`... with reason 'ProbeFailure'` →
-/// `ProbeFailure`, `... with exit code '137'` → `exit 137`).
-pub fn termination_reason(msg: &str) -> String {
-    let quoted = |after: &str| {
-        let i = msg.find(after)? + after.len();
-        let rest = msg[i..].trim_start().strip_prefix('\'')?;
-        Some(rest[..rest.find('\'')?].to_owned())
-    };
-    if let Some(r) = quoted("reason") {
-        r
-    } else if let Some(c) = quoted("exit code") {
-        format!("exit {c}")
-    } else {
-        "unknown".into()
-    }
-}
-
-/// What one `ContainerTerminated` row means for restart counts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Termination {
-    /// A container restart: `reason 'ProbeFailure'` (a liveness/startup kill) or a non-zero
-    /// exit code (a crash).
-    Restart(String),
-    /// Not a restart: `reason 'ManuallyStopped'` (a retired or scaled-in replica, which Azure
-    /// writes for every old replica of a rollout) or exit code 0.
-    Stopped(String),
-    /// The exit-code row Azure writes right after a probe kill of the same replica (no
-    /// `ContainerStarted` between them): the same restart, not counted twice.
-    AfterProbeKill(String),
-    /// A wording we do not know: counted as neither, and reported.
-    Unknown,
-}
-
-impl Termination {
-    pub fn is_restart(&self) -> bool {
-        matches!(self, Termination::Restart(_))
-    }
-
-    /// `ProbeFailure`, `exit 137`, `ManuallyStopped`, `exit 137 after probe kill`, `unknown`.
-    pub fn label(&self) -> String {
-        match self {
-            Termination::Restart(s) | Termination::Stopped(s) => s.clone(),
-            Termination::AfterProbeKill(s) => format!("{s} after probe kill"),
-            Termination::Unknown => "unknown".into(),
-        }
-    }
-}
-
-/// Classifies every `ContainerTerminated` row of `system` (sorted by time): index → meaning.
-pub fn terminations(system: &[SystemEvent]) -> BTreeMap<usize, Termination> {
-    // Per replica: whether its last row was a probe kill with no ContainerStarted since.
-    let mut killed: BTreeMap<(&str, &str), bool> = BTreeMap::new();
-    let mut out = BTreeMap::new();
-    for (i, e) in system.iter().enumerate() {
-        let key = (e.app.as_str(), e.replica.as_str());
-        if e.reason == "ContainerStarted" {
-            killed.insert(key, false);
-            continue;
-        }
-        if e.reason != "ContainerTerminated" {
-            continue;
-        }
-        let r = termination_reason(&e.msg);
-        let after_kill = killed.get(&key).copied().unwrap_or(false);
-        let t = if r == "ProbeFailure" {
-            killed.insert(key, true);
-            Termination::Restart(r)
-        } else if r == "ManuallyStopped" {
-            Termination::Stopped(r)
-        } else if let Some(code) = r.strip_prefix("exit ") {
-            if code.trim().is_empty() || code.trim() == "0" {
-                Termination::Stopped(r)
-            } else if after_kill {
-                killed.insert(key, false);
-                Termination::AfterProbeKill(r)
-            } else {
-                Termination::Restart(r)
-            }
-        } else {
-            Termination::Unknown
-        };
-        out.insert(i, t);
-    }
-    out
 }
 
 /// Q7: the system events timeline and per-app counts (two tables).
@@ -555,72 +479,9 @@ pub fn forensics(
             .iter()
             .filter(|e| e.ts_ms >= a - FORENSICS_MARGIN_MS && e.ts_ms < b + FORENSICS_MARGIN_MS)
             .collect();
-        let mut fsum: BTreeMap<String, u64> = BTreeMap::new();
-        for f in &failed {
-            let k = format!(
-                "{} {} {}/{}",
-                f.code.map_or("-".to_owned(), |c| c.to_string()),
-                f.err_class.as_deref().unwrap_or("error"),
-                f.revision.as_deref().unwrap_or("?"),
-                f.replica.as_deref().unwrap_or("?")
-            );
-            *fsum.entry(k).or_insert(0) += 1;
-        }
-        let fs: Vec<String> = fsum.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
-        let evs: Vec<String> = events
-            .iter()
-            .take(20)
-            .map(|e| {
-                let msg: String = e.msg.chars().take(80).collect();
-                format!(
-                    "{} {} {} {}: {}",
-                    iso_s(e.ts_ms),
-                    e.reason,
-                    e.app,
-                    e.replica,
-                    msg
-                )
-            })
-            .collect();
-        let cuts: Vec<&&SystemEvent> = events.iter().filter(|e| is_platform_cut(e)).collect();
-        let failed_replicas: BTreeSet<&str> =
-            failed.iter().filter_map(|f| f.replica.as_deref()).collect();
-        let matched = cuts
-            .iter()
-            .find(|e| !e.replica.is_empty() && failed_replicas.contains(e.replica.as_str()));
-        let (attribution, level) = if let Some(e) = matched {
-            (
-                format!(
-                    "failed requests were served by replica {} which the platform reported {} at {}",
-                    e.replica,
-                    e.reason,
-                    iso_s(e.ts_ms)
-                ),
-                Level::Inferred.capped(cap),
-            )
-        } else if let Some(e) = cuts.first() {
-            (
-                format!(
-                    "coincides with {} of {} at {} (±30 s)",
-                    e.reason,
-                    [e.app.as_str(), e.revision.as_str(), e.replica.as_str()]
-                        .iter()
-                        .filter(|s| !s.is_empty())
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join("/"),
-                    iso_s(e.ts_ms)
-                ),
-                Level::Correlated.capped(cap),
-            )
-        } else if !events.is_empty() {
-            (
-                "system events nearby, none that cuts traffic".into(),
-                Level::Observed,
-            )
-        } else {
-            ("no system event within ±30 s".into(), Level::Observed)
-        };
+        let fs = failed_summary(&failed);
+        let evs = event_lines(&events);
+        let (attribution, level) = attribute(&failed, &events, cap);
         statements.push(Statement::new(
             level,
             format!(
@@ -647,6 +508,90 @@ pub fn forensics(
         ]);
     }
     (t, statements)
+}
+
+/// The failed requests of a window, counted by `code class revision/replica`.
+fn failed_summary(failed: &[&FailedReq]) -> Vec<String> {
+    let mut fsum: BTreeMap<String, u64> = BTreeMap::new();
+    for f in failed {
+        let k = format!(
+            "{} {} {}/{}",
+            f.code.map_or("-".to_owned(), |c| c.to_string()),
+            f.err_class.as_deref().unwrap_or("error"),
+            f.revision.as_deref().unwrap_or("?"),
+            f.replica.as_deref().unwrap_or("?")
+        );
+        *fsum.entry(k).or_insert(0) += 1;
+    }
+    fsum.iter().map(|(k, n)| format!("{k} ×{n}")).collect()
+}
+
+/// The first 20 system events near a window, one line each (messages cut at 80 characters).
+fn event_lines(events: &[&SystemEvent]) -> Vec<String> {
+    events
+        .iter()
+        .take(20)
+        .map(|e| {
+            let msg: String = e.msg.chars().take(80).collect();
+            format!(
+                "{} {} {} {}: {}",
+                iso_s(e.ts_ms),
+                e.reason,
+                e.app,
+                e.replica,
+                msg
+            )
+        })
+        .collect()
+}
+
+/// Why a window failed, as far as the system events near it tell, and the level of that
+/// attribution (capped by the lab): a cut of a replica that served failed requests, else any
+/// cut, else none.
+fn attribute(
+    failed: &[&FailedReq],
+    events: &[&SystemEvent],
+    cap: Option<Level>,
+) -> (String, Level) {
+    let cuts: Vec<&&SystemEvent> = events.iter().filter(|e| is_platform_cut(e)).collect();
+    let failed_replicas: BTreeSet<&str> =
+        failed.iter().filter_map(|f| f.replica.as_deref()).collect();
+    let matched = cuts
+        .iter()
+        .find(|e| !e.replica.is_empty() && failed_replicas.contains(e.replica.as_str()));
+    if let Some(e) = matched {
+        (
+            format!(
+                "failed requests were served by replica {} which the platform reported {} at {}",
+                e.replica,
+                e.reason,
+                iso_s(e.ts_ms)
+            ),
+            Level::Inferred.capped(cap),
+        )
+    } else if let Some(e) = cuts.first() {
+        (
+            format!(
+                "coincides with {} of {} at {} (±30 s)",
+                e.reason,
+                [e.app.as_str(), e.revision.as_str(), e.replica.as_str()]
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                iso_s(e.ts_ms)
+            ),
+            Level::Correlated.capped(cap),
+        )
+    } else if !events.is_empty() {
+        (
+            "system events nearby, none that cuts traffic".into(),
+            Level::Observed,
+        )
+    } else {
+        ("no system event within ±30 s".into(), Level::Observed)
+    }
 }
 
 /// Preflight headroom: every staircase step, the step at the lab's load rate and the step just
@@ -882,85 +827,4 @@ pub fn restart_cadence(acc: &Acc) -> Table {
         ]);
     }
     t
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_probe_types_and_termination_reasons_from_platform_messages() {
-        assert_eq!(
-            probe_type("Probe of Liveness failed with timeout in 5 seconds."),
-            "liveness"
-        );
-        assert_eq!(
-            probe_type("Probe of Readiness failed with status code: 503"),
-            "readiness"
-        );
-        assert_eq!(
-            termination_reason("Container 'subject' was terminated with reason 'ProbeFailure'"),
-            "ProbeFailure"
-        );
-        assert_eq!(
-            termination_reason("Container 'subject' was terminated with exit code '137'"),
-            "exit 137"
-        );
-    }
-}
-
-#[cfg(test)]
-mod termination_tests {
-    use super::*;
-
-    fn ev(ts_ms: i64, replica: &str, reason: &str, msg: &str) -> SystemEvent {
-        SystemEvent {
-            ts_ms,
-            app: "a".into(),
-            revision: "a--r1".into(),
-            replica: replica.into(),
-            reason: reason.into(),
-            msg: msg.into(),
-            kind: String::new(),
-        }
-    }
-
-    #[test]
-    fn a_probe_kill_and_its_exit_row_are_one_restart() {
-        let kill = "Container 'c' was terminated with exit code '' and reason 'ProbeFailure'";
-        let exit137 = "Container 'c' was terminated with exit code '137'";
-        let rows = vec![
-            ev(0, "x", "ContainerTerminated", kill),
-            ev(1, "x", "ContainerTerminated", exit137),
-            // another replica's exit right after x's kill is its own crash
-            ev(2, "y", "ContainerTerminated", exit137),
-            ev(3, "x", "ContainerStarted", "Started container 'c'"),
-            // after a start, an exit 137 is a new restart
-            ev(4, "x", "ContainerTerminated", exit137),
-            ev(
-                5,
-                "x",
-                "ContainerTerminated",
-                "... exit code '' and reason 'ManuallyStopped'",
-            ),
-        ];
-        let t = terminations(&rows);
-        let labels: Vec<String> = t.values().map(Termination::label).collect();
-        assert_eq!(
-            labels,
-            [
-                "ProbeFailure",
-                "exit 137 after probe kill",
-                "exit 137",
-                "exit 137",
-                "ManuallyStopped"
-            ]
-        );
-        let restarts: Vec<usize> = t
-            .iter()
-            .filter(|(_, k)| k.is_restart())
-            .map(|(i, _)| *i)
-            .collect();
-        assert_eq!(restarts, [0, 2, 4]);
-    }
 }

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::Analysis;
+use crate::model::SystemEvent;
 use crate::rule::BucketRow;
 use crate::ts::{iso_s, parse_ms};
 
@@ -397,89 +398,188 @@ fn replica_series(a: &Analysis) -> ReplicaSeries {
     out
 }
 
+/// What one timeline draws: the data of the span `ax`, gathered once for every panel.
+struct Scene<'a> {
+    a: &'a Analysis,
+    ax: Axis,
+    /// The rule window, ms (at least 1).
+    wms: i64,
+    /// Rows of the main scenario, per run, in time order.
+    rows: BTreeMap<&'a str, Vec<&'a BucketRow>>,
+    /// Those rows whose window touches the span.
+    all: Vec<&'a BucketRow>,
+    /// The revisions that served a response in the span (`unknown` left out).
+    revisions: Vec<String>,
+    replicas: ReplicaSeries,
+    /// System events inside the span; `outside` counts the others.
+    events: Vec<&'a SystemEvent>,
+    outside: usize,
+    /// The reasons of `events`, one strip row each.
+    reasons: Vec<&'a str>,
+    markers: Vec<Marker>,
+    steps: Vec<StepSpan>,
+}
+
+impl<'a> Scene<'a> {
+    /// Gathers what the timeline from `t0` to `t1` (epoch ms) shows.
+    fn new(a: &'a Analysis, t0: i64, t1: i64) -> Self {
+        let ax = Axis {
+            t0,
+            t1: t1.max(t0 + 1000),
+        };
+        let wms = a.acc.window_ms.max(1);
+        let rows = main_rows(a);
+        let in_span = |r: &&BucketRow| r.start_ms + wms >= ax.t0 && r.start_ms <= ax.t1;
+        let all: Vec<&BucketRow> = rows.values().flatten().copied().filter(in_span).collect();
+        let revisions: Vec<String> = {
+            let s: BTreeSet<&String> = all
+                .iter()
+                .flat_map(|r| r.served_by.keys())
+                .filter(|k| k.as_str() != "unknown")
+                .collect();
+            s.into_iter().cloned().collect()
+        };
+        let replicas = replica_series(a);
+        let events: Vec<&SystemEvent> =
+            a.acc.system.iter().filter(|e| ax.inside(e.ts_ms)).collect();
+        let outside = a.acc.system.len() - events.len();
+        let reasons: Vec<&str> = {
+            let s: BTreeSet<&str> = events.iter().map(|e| e.reason.as_str()).collect();
+            s.into_iter().collect()
+        };
+        let markers: Vec<Marker> = markers(a)
+            .into_iter()
+            .filter(|m| ax.inside(m.ts_ms))
+            .collect();
+        let steps: Vec<StepSpan> = steps(a)
+            .into_iter()
+            .filter(|s| s.end_ms >= ax.t0 && s.start_ms <= ax.t1)
+            .collect();
+        Scene {
+            a,
+            ax,
+            wms,
+            rows,
+            all,
+            revisions,
+            replicas,
+            events,
+            outside,
+            reasons,
+            markers,
+            steps,
+        }
+    }
+}
+
+/// Where everything sits, top to bottom: the title, the step band's top, the four value panels,
+/// the system events strip and the time axis.
+struct Layout {
+    title_h: f64,
+    band_top: f64,
+    p_err: Panel,
+    p_lat: Panel,
+    p_share: Panel,
+    p_rep: Panel,
+    row_h: f64,
+    strip_top: f64,
+    strip_h: f64,
+    axis_y: f64,
+    height: f64,
+}
+
+impl Layout {
+    /// The layout for `sc`: each value panel's y scale fits its data in the span.
+    fn new(sc: &Scene) -> Self {
+        let thr = sc.a.rule.threshold_pct;
+        let title_h = 26.0;
+        let band_top = title_h + 18.0;
+        let band_h = 20.0;
+        let gap = 20.0;
+        let p_err = Panel {
+            top: band_top + band_h + gap,
+            h: 130.0,
+            ymax: sc
+                .all
+                .iter()
+                .map(|r| r.err_pct)
+                .fold(thr * 2.0, f64::max)
+                .max(0.001)
+                * 1.1,
+        };
+        let p_lat = Panel {
+            top: p_err.top + p_err.h + gap,
+            h: 110.0,
+            ymax: sc
+                .all
+                .iter()
+                .filter_map(|r| r.p99_ms.or(r.p50_ms))
+                .fold(1.0, f64::max)
+                * 1.1,
+        };
+        let p_share = Panel {
+            top: p_lat.top + p_lat.h + gap,
+            h: 100.0,
+            ymax: 100.0,
+        };
+        let rep_max = sc
+            .replicas
+            .values()
+            .flatten()
+            .flat_map(|(_, pts)| pts.iter().filter(|p| sc.ax.inside(p.0)).map(|p| p.1))
+            .fold(1.0, f64::max);
+        let p_rep = Panel {
+            top: p_share.top + p_share.h + gap,
+            h: 90.0,
+            ymax: rep_max + 1.0,
+        };
+        let row_h = 16.0;
+        let strip_top = p_rep.top + p_rep.h + gap;
+        let strip_h = row_h * sc.reasons.len().max(1) as f64;
+        let axis_y = strip_top + strip_h;
+        let height = axis_y + 54.0;
+        Layout {
+            title_h,
+            band_top,
+            p_err,
+            p_lat,
+            p_share,
+            p_rep,
+            row_h,
+            strip_top,
+            strip_h,
+            axis_y,
+            height,
+        }
+    }
+}
+
 /// Renders the timeline from `t0` to `t1` (epoch ms). `id` prefixes the SVG's element ids so
 /// several timelines can share one HTML page.
 pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
-    let ax = Axis {
-        t0,
-        t1: t1.max(t0 + 1000),
-    };
-    let wms = a.acc.window_ms.max(1);
-    let rows = main_rows(a);
-    let in_span = |r: &&BucketRow| r.start_ms + wms >= ax.t0 && r.start_ms <= ax.t1;
-    let all: Vec<&BucketRow> = rows.values().flatten().copied().filter(in_span).collect();
-    let thr = a.rule.threshold_pct;
-    let revisions: Vec<String> = {
-        let s: BTreeSet<&String> = all
-            .iter()
-            .flat_map(|r| r.served_by.keys())
-            .filter(|k| k.as_str() != "unknown")
-            .collect();
-        s.into_iter().cloned().collect()
-    };
-    let replicas = replica_series(a);
-    let events: Vec<&crate::model::SystemEvent> =
-        a.acc.system.iter().filter(|e| ax.inside(e.ts_ms)).collect();
-    let outside = a.acc.system.len() - events.len();
-    let reasons: Vec<&str> = {
-        let s: BTreeSet<&str> = events.iter().map(|e| e.reason.as_str()).collect();
-        s.into_iter().collect()
-    };
-    let markers: Vec<Marker> = markers(a)
-        .into_iter()
-        .filter(|m| ax.inside(m.ts_ms))
-        .collect();
-    let steps: Vec<StepSpan> = steps(a)
-        .into_iter()
-        .filter(|s| s.end_ms >= ax.t0 && s.start_ms <= ax.t1)
-        .collect();
-
-    // Layout.
-    let title_h = 26.0;
-    let band_top = title_h + 18.0;
-    let band_h = 20.0;
-    let gap = 20.0;
-    let p_err = Panel {
-        top: band_top + band_h + gap,
-        h: 130.0,
-        ymax: all
-            .iter()
-            .map(|r| r.err_pct)
-            .fold(thr * 2.0, f64::max)
-            .max(0.001)
-            * 1.1,
-    };
-    let p_lat = Panel {
-        top: p_err.top + p_err.h + gap,
-        h: 110.0,
-        ymax: all
-            .iter()
-            .filter_map(|r| r.p99_ms.or(r.p50_ms))
-            .fold(1.0, f64::max)
-            * 1.1,
-    };
-    let p_share = Panel {
-        top: p_lat.top + p_lat.h + gap,
-        h: 100.0,
-        ymax: 100.0,
-    };
-    let rep_max = replicas
-        .values()
-        .flatten()
-        .flat_map(|(_, pts)| pts.iter().filter(|p| ax.inside(p.0)).map(|p| p.1))
-        .fold(1.0, f64::max);
-    let p_rep = Panel {
-        top: p_share.top + p_share.h + gap,
-        h: 90.0,
-        ymax: rep_max + 1.0,
-    };
-    let row_h = 16.0;
-    let strip_top = p_rep.top + p_rep.h + gap;
-    let strip_h = row_h * reasons.len().max(1) as f64;
-    let axis_y = strip_top + strip_h;
-    let height = axis_y + 54.0;
-
+    let sc = Scene::new(a, t0, t1);
+    let lay = Layout::new(&sc);
     let mut svg = String::new();
+    header(&mut svg, &sc, &lay, id, title);
+    step_bands(&mut svg, &sc, &lay);
+    time_axis(&mut svg, &sc, &lay);
+    err_panel(&mut svg, &sc, &lay);
+    latency_panel(&mut svg, &sc, &lay);
+    let colours = revision_colours(&sc);
+    share_panel(&mut svg, &sc, &lay, &colours);
+    replica_panel(&mut svg, &sc, &lay, &colours);
+    system_strip(&mut svg, &sc, &lay);
+    if sc.markers.is_empty() {
+        sampler_windows(&mut svg, &sc, &lay);
+    }
+    perturbation_markers(&mut svg, &sc, &lay);
+    let _ = write!(svg, "</svg>");
+    svg
+}
+
+/// Opens the `<svg>` element and writes the title and the legend line above the panels.
+fn header(svg: &mut String, sc: &Scene, lay: &Layout, id: &str, title: &str) {
+    let height = lay.height;
     let _ = write!(
         svg,
         r##"<svg xmlns="http://www.w3.org/2000/svg" class="timeline" id="{id}" width="{W}" height="{height:.0}" viewBox="0 0 {W} {height:.0}" font-family="sans-serif" font-size="11" role="img" aria-label="{}">"##,
@@ -494,17 +594,21 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
         svg,
         r##"<text x="{:.1}" y="18" text-anchor="end" fill="#555">{} s windows · one clock for every panel · {}</text>"##,
         LEFT + PW,
-        wms / 1000,
-        if markers.is_empty() {
+        sc.wms / 1000,
+        if sc.markers.is_empty() {
             "no fired event recorded (no runs.json): dashed lines are the samplers' windows"
         } else {
             "red lines: the perturbation events"
         }
     );
+}
 
-    // Step bands behind every panel.
+/// The step bands, behind every panel, and their row label.
+fn step_bands(svg: &mut String, sc: &Scene, lay: &Layout) {
+    let ax = &sc.ax;
+    let (band_top, axis_y) = (lay.band_top, lay.axis_y);
     let _ = write!(svg, r#"<g class="steps">"#);
-    for (i, s) in steps.iter().enumerate() {
+    for (i, s) in sc.steps.iter().enumerate() {
         let x0 = ax.x(s.start_ms.max(ax.t0));
         let x1 = ax.x(s.end_ms.min(ax.t1));
         let fill = if i % 2 == 0 { "#eef2f7" } else { "#f8f8f8" };
@@ -532,8 +636,12 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
         r##"<text x="8" y="{:.1}" font-weight="bold">steps</text>"##,
         band_top + 14.0
     );
+}
 
-    // Time grid.
+/// The time grid across the panels and the time axis below them, in time since the span's start.
+fn time_axis(svg: &mut String, sc: &Scene, lay: &Layout) {
+    let ax = &sc.ax;
+    let axis_y = lay.axis_y;
     let span_s = (ax.t1 - ax.t0) as f64 / 1000.0;
     let tick_s = [
         5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400,
@@ -548,7 +656,7 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
         let _ = write!(
             svg,
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#ddd"/><line x1="{x:.1}" y1="{axis_y:.1}" x2="{x:.1}" y2="{:.1}" stroke="#333"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            p_err.top,
+            lay.p_err.top,
             axis_y,
             axis_y + 5.0,
             axis_y + 17.0,
@@ -565,11 +673,15 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
         iso_s(ax.t0),
         iso_s(ax.t1)
     );
+}
 
-    // err_pct.
+/// The err_pct panel: one line per run, the threshold, the bad windows as red dots.
+fn err_panel(svg: &mut String, sc: &Scene, lay: &Layout) {
+    let (ax, p_err, wms) = (&sc.ax, &lay.p_err, sc.wms);
+    let thr = sc.a.rule.threshold_pct;
     panel_frame(
-        &mut svg,
-        &p_err,
+        svg,
+        p_err,
         "err_pct",
         "errors",
         &format!("% per {} s window", wms / 1000),
@@ -580,21 +692,21 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
         r##"<line class="threshold" x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#d62728" stroke-dasharray="6,3"/>"##,
         LEFT + PW
     );
-    for run in rows.values() {
+    for run in sc.rows.values() {
         let pts: Vec<(i64, f64)> = run
             .iter()
             .map(|r| (r.start_ms + wms / 2, r.err_pct))
             .collect();
         polylines(
-            &mut svg,
-            &ax,
-            &p_err,
+            svg,
+            ax,
+            p_err,
             &pts,
             wms * 3 / 2,
             r##"stroke="#1f77b4" stroke-width="1.5""##,
         );
     }
-    for r in all.iter().filter(|r| r.is_bad(&a.rule)) {
+    for r in sc.all.iter().filter(|r| r.is_bad(&sc.a.rule)) {
         let _ = write!(
             svg,
             r##"<circle class="bad-window" cx="{:.1}" cy="{:.1}" r="3" fill="#d62728"><title>{} {}: {:.3} %</title></circle>"##,
@@ -606,18 +718,21 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
         );
     }
     legend(
-        &mut svg,
-        &p_err,
+        svg,
+        p_err,
         &[
             ("err_pct".into(), PALETTE[0].into(), false),
             (format!("threshold {thr} %"), "#d62728".into(), true),
         ],
     );
     let _ = write!(svg, "</g>");
+}
 
-    // Latency.
-    panel_frame(&mut svg, &p_lat, "latency", "latency", "ms (p50, p99)");
-    for run in rows.values() {
+/// The latency panel: p50 and p99 per run.
+fn latency_panel(svg: &mut String, sc: &Scene, lay: &Layout) {
+    let (ax, p_lat, wms) = (&sc.ax, &lay.p_lat, sc.wms);
+    panel_frame(svg, p_lat, "latency", "latency", "ms (p50, p99)");
+    for run in sc.rows.values() {
         for (f, color) in [
             (
                 (|r: &BucketRow| r.p50_ms) as fn(&BucketRow) -> Option<f64>,
@@ -630,9 +745,9 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
                 .filter_map(|r| f(r).map(|v| (r.start_ms + wms / 2, v)))
                 .collect();
             polylines(
-                &mut svg,
-                &ax,
-                &p_lat,
+                svg,
+                ax,
+                p_lat,
                 &pts,
                 wms * 3 / 2,
                 &format!(r#"stroke="{color}" stroke-width="1.3""#),
@@ -640,37 +755,52 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
         }
     }
     legend(
-        &mut svg,
-        &p_lat,
+        svg,
+        p_lat,
         &[
             ("p50".into(), PALETTE[2].into(), false),
             ("p99".into(), PALETTE[1].into(), false),
         ],
     );
     let _ = write!(svg, "</g>");
+}
 
-    // Revision colours: shared by the share and the replica panels.
-    let mut rev_color: BTreeMap<String, &str> = BTreeMap::new();
-    let mut all_revs: BTreeSet<String> = revisions.iter().cloned().collect();
-    all_revs.extend(replicas.keys().map(|k| {
+/// One colour per revision, shared by the share and the replica panels.
+fn revision_colours(sc: &Scene) -> BTreeMap<String, &'static str> {
+    let mut rev_color: BTreeMap<String, &'static str> = BTreeMap::new();
+    let mut all_revs: BTreeSet<String> = sc.revisions.iter().cloned().collect();
+    all_revs.extend(sc.replicas.keys().map(|k| {
         k.split_once('/')
             .map_or(k.clone(), |(_, rev)| rev.to_owned())
     }));
     for (i, r) in all_revs.iter().enumerate() {
         rev_color.insert(r.clone(), PALETTE[i % PALETTE.len()]);
     }
-    let color_of = |rev: &str| rev_color.get(rev).copied().unwrap_or("#777");
+    rev_color
+}
 
-    // Share of responses per revision.
+/// The colour of `rev` in `colours` (grey for a revision without one).
+fn colour_of(colours: &BTreeMap<String, &'static str>, rev: &str) -> &'static str {
+    colours.get(rev).copied().unwrap_or("#777")
+}
+
+/// The share of each window's responses per revision (`served_by`).
+fn share_panel(
+    svg: &mut String,
+    sc: &Scene,
+    lay: &Layout,
+    colours: &BTreeMap<String, &'static str>,
+) {
+    let (ax, p_share, wms) = (&sc.ax, &lay.p_share, sc.wms);
     panel_frame(
-        &mut svg,
-        &p_share,
+        svg,
+        p_share,
         "served_by",
         "responses by revision",
         "% of each window",
     );
-    for rev in &revisions {
-        for run in rows.values() {
+    for rev in &sc.revisions {
+        for run in sc.rows.values() {
             let pts: Vec<(i64, f64)> = run
                 .iter()
                 .filter(|r| r.count > 0)
@@ -680,42 +810,51 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
                 })
                 .collect();
             polylines(
-                &mut svg,
-                &ax,
-                &p_share,
+                svg,
+                ax,
+                p_share,
                 &pts,
                 wms * 3 / 2,
                 &format!(
                     r#"stroke="{}" stroke-width="1.6" data-revision="{}""#,
-                    color_of(rev),
+                    colour_of(colours, rev),
                     esc(rev)
                 ),
             );
         }
     }
-    if revisions.is_empty() {
-        no_data(&mut svg, &p_share, "no responses name their revision");
+    if sc.revisions.is_empty() {
+        no_data(svg, p_share, "no responses name their revision");
     }
-    let items: Vec<(String, String, bool)> = revisions
+    let items: Vec<(String, String, bool)> = sc
+        .revisions
         .iter()
-        .map(|r| (r.clone(), color_of(r).to_owned(), false))
+        .map(|r| (r.clone(), colour_of(colours, r).to_owned(), false))
         .collect();
-    legend(&mut svg, &p_share, &items);
+    legend(svg, p_share, &items);
     let _ = write!(svg, "</g>");
+}
 
-    // Replicas per revision.
+/// Replicas per revision, as steps (a count holds until the sampler's next tick).
+fn replica_panel(
+    svg: &mut String,
+    sc: &Scene,
+    lay: &Layout,
+    colours: &BTreeMap<String, &'static str>,
+) {
+    let (ax, p_rep) = (&sc.ax, &lay.p_rep);
     panel_frame(
-        &mut svg,
-        &p_rep,
+        svg,
+        p_rep,
         "replicas",
         "replicas by revision",
         "sampler's inventory",
     );
     let mut rep_items = Vec::new();
     let mut drawn = false;
-    for (key, execs) in &replicas {
+    for (key, execs) in &sc.replicas {
         let rev = key.split_once('/').map_or(key.as_str(), |(_, r)| r);
-        let color = color_of(rev);
+        let color = colour_of(colours, rev);
         let mut any = false;
         for (_, pts) in execs {
             any |= pts.iter().any(|p| ax.inside(p.0));
@@ -728,9 +867,9 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
                 stepped.push((t, v));
             }
             polylines(
-                &mut svg,
-                &ax,
-                &p_rep,
+                svg,
+                ax,
+                p_rep,
                 &stepped,
                 60_000,
                 &format!(
@@ -745,21 +884,20 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
         }
     }
     if !drawn {
-        no_data(
-            &mut svg,
-            &p_rep,
-            "no replica inventory sampled in this span",
-        );
+        no_data(svg, p_rep, "no replica inventory sampled in this span");
     }
-    legend(&mut svg, &p_rep, &rep_items);
+    legend(svg, p_rep, &rep_items);
     let _ = write!(svg, "</g>");
+}
 
-    // System events strip: one row per reason, each dot centred on its row's label.
+/// The system events strip: one row per reason, each dot centred on its row's label.
+fn system_strip(svg: &mut String, sc: &Scene, lay: &Layout) {
+    let (strip_top, strip_h, row_h) = (lay.strip_top, lay.strip_h, lay.row_h);
     let _ = write!(
         svg,
         r##"<g class="panel" data-panel="system-events"><rect x="{LEFT}" y="{strip_top:.1}" width="{PW}" height="{strip_h:.1}" fill="none" stroke="#999"/>"##
     );
-    if reasons.is_empty() {
+    if sc.reasons.is_empty() {
         let _ = write!(
             svg,
             r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#555">system events</text><text x="{:.1}" y="{:.1}" fill="#777">none in this span</text>"##,
@@ -769,7 +907,7 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
             strip_top + row_h / 2.0 + 4.0
         );
     }
-    for (i, reason) in reasons.iter().enumerate() {
+    for (i, reason) in sc.reasons.iter().enumerate() {
         let cy = strip_top + row_h * i as f64 + row_h / 2.0;
         let color = PALETTE[i % PALETTE.len()];
         if i > 0 {
@@ -788,11 +926,11 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
             cy + 4.0,
             esc(&clip(reason, 24))
         );
-        for e in events.iter().filter(|e| e.reason == *reason) {
+        for e in sc.events.iter().filter(|e| e.reason == *reason) {
             let _ = write!(
                 svg,
                 r##"<circle class="system-event" cx="{:.1}" cy="{cy:.1}" r="3.5" fill="{color}"><title>{}</title></circle>"##,
-                ax.x(e.ts_ms),
+                sc.ax.x(e.ts_ms),
                 esc(&format!(
                     "{} {} {} {}: {}",
                     iso_s(e.ts_ms),
@@ -804,51 +942,61 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
             );
         }
     }
-    if outside > 0 {
+    if sc.outside > 0 {
         let _ = write!(
             svg,
-            r##"<text x="8" y="{:.1}" fill="#777">{outside} system event(s) outside this span not shown</text>"##,
-            axis_y + 46.0
+            r##"<text x="8" y="{:.1}" fill="#777">{} system event(s) outside this span not shown</text>"##,
+            lay.axis_y + 46.0,
+            sc.outside
         );
     }
     let _ = write!(svg, "</g>");
+}
 
-    // Without fired events (no runs.json: logs pulled or exported by hand), the samplers'
-    // windows, dashed and labelled as such: they bracket the perturbations, they do not date them.
-    if markers.is_empty() {
-        let _ = write!(svg, r#"<g class="sampler-windows">"#);
-        for m in a.acc.markers.iter().filter(|m| ax.inside(m.ts.epoch_ms())) {
-            let x = ax.x(m.ts.epoch_ms());
-            let phase = match m.phase {
-                labkit::event::MarkerPhase::Start => "start",
-                labkit::event::MarkerPhase::End => "end",
-            };
-            let _ = write!(
-                svg,
-                r##"<g class="sampler-window" data-phase="{phase}"><line x1="{x:.1}" y1="{band_top:.1}" x2="{x:.1}" y2="{axis_y:.1}" stroke="#555" stroke-dasharray="4,3"/><text x="{:.1}" y="{:.1}" fill="#555"{}>window {phase}</text><title>{}</title></g>"##,
-                if phase == "end" { x - 2.0 } else { x + 2.0 },
-                title_h + 14.0,
-                if phase == "end" {
-                    r#" text-anchor="end""#
-                } else {
-                    ""
-                },
-                esc(&format!(
-                    "sampler window {phase} {} {}",
-                    iso_s(m.ts.epoch_ms()),
-                    m.perturbation_id.as_deref().unwrap_or("")
-                ))
-            );
-        }
-        let _ = write!(svg, "</g>");
+/// Without fired events (no runs.json: logs pulled or exported by hand), the samplers' windows,
+/// dashed and labelled as such: they bracket the perturbations, they do not date them.
+fn sampler_windows(svg: &mut String, sc: &Scene, lay: &Layout) {
+    let (band_top, axis_y) = (lay.band_top, lay.axis_y);
+    let _ = write!(svg, r#"<g class="sampler-windows">"#);
+    for m in
+        sc.a.acc
+            .markers
+            .iter()
+            .filter(|m| sc.ax.inside(m.ts.epoch_ms()))
+    {
+        let x = sc.ax.x(m.ts.epoch_ms());
+        let phase = match m.phase {
+            labkit::event::MarkerPhase::Start => "start",
+            labkit::event::MarkerPhase::End => "end",
+        };
+        let _ = write!(
+            svg,
+            r##"<g class="sampler-window" data-phase="{phase}"><line x1="{x:.1}" y1="{band_top:.1}" x2="{x:.1}" y2="{axis_y:.1}" stroke="#555" stroke-dasharray="4,3"/><text x="{:.1}" y="{:.1}" fill="#555"{}>window {phase}</text><title>{}</title></g>"##,
+            if phase == "end" { x - 2.0 } else { x + 2.0 },
+            lay.title_h + 14.0,
+            if phase == "end" {
+                r#" text-anchor="end""#
+            } else {
+                ""
+            },
+            esc(&format!(
+                "sampler window {phase} {} {}",
+                iso_s(m.ts.epoch_ms()),
+                m.perturbation_id.as_deref().unwrap_or("")
+            ))
+        );
     }
+    let _ = write!(svg, "</g>");
+}
 
-    // Perturbation markers across every panel, on top.
+/// The perturbation markers across every panel, on top of everything else.
+fn perturbation_markers(svg: &mut String, sc: &Scene, lay: &Layout) {
+    let axis_y = lay.axis_y;
     let _ = write!(svg, r#"<g class="perturbation-markers">"#);
-    for m in &markers {
-        let x = ax.x(m.ts_ms);
+    for m in &sc.markers {
+        let x = sc.ax.x(m.ts_ms);
         let label = format!("{} {}", m.kind, m.event);
-        let ly = title_h + 6.0;
+        let ly = lay.title_h + 6.0;
         let _ = write!(
             svg,
             r##"<g class="perturbation-marker" data-step="{}" data-event="{}" data-kind="{}" data-ts="{}"{}><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{axis_y:.1}" stroke="{MARKER}" stroke-width="1.4"/><text x="{:.1}" y="{:.1}" fill="{MARKER}">{}</text><title>{}</title></g>"##,
@@ -860,7 +1008,7 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
                 .as_deref()
                 .map(|p| format!(r#" data-perturbation-id="{}""#, esc(p)))
                 .unwrap_or_default(),
-            band_top,
+            lay.band_top,
             x + 2.0,
             ly + 8.0,
             esc(&label),
@@ -882,8 +1030,7 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
             ))
         );
     }
-    let _ = write!(svg, "</g></svg>");
-    svg
+    let _ = write!(svg, "</g>");
 }
 
 fn no_data(svg: &mut String, p: &Panel, text: &str) {

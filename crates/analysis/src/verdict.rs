@@ -137,82 +137,14 @@ pub fn decide(ctx: &Ctx, streaks: &[Streak]) -> (Vec<Gate>, Verdict) {
         .collect();
 
     // data: something to judge.
-    gates.push(Gate {
-        name: "judged_data_present".into(),
-        kind: "data",
-        required: true,
-        status: if judged.is_empty() {
-            Status::Fail
-        } else {
-            Status::Pass
-        },
-        detail: format!(
-            "{} run(s), {} window(s) of the main scenario in judged phases ({})",
-            judged_runs.len(),
-            judged.len(),
-            rule.phases.join(", ")
-        ),
-        numbers: json!({"runs": judged_runs.len(), "windows": judged.len()}),
-        rows: Vec::new(),
-    });
+    gates.push(data_present_gate(rule, &judged, &judged_runs));
 
     // rule, per judged run.
     let worst = judged
         .iter()
         .max_by(|a, b| a.1.err_pct.total_cmp(&b.1.err_pct).then(b.0.cmp(&a.0)));
     for run in &judged_runs {
-        let hits: Vec<(usize, &Streak)> = streaks
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.judged && &s.run_id == run)
-            .collect();
-        let run_rows: Vec<&(usize, &BucketRow)> =
-            judged.iter().filter(|(_, r)| &r.run_id == run).collect();
-        let run_worst = run_rows.iter().map(|(_, r)| r.err_pct).fold(0.0, f64::max);
-        let above = run_rows.iter().filter(|(_, r)| r.is_bad(rule)).count();
-        gates.push(Gate {
-            name: format!("rule:{run}"),
-            kind: "rule",
-            required: true,
-            status: if hits.is_empty() {
-                Status::Pass
-            } else {
-                Status::Fail
-            },
-            detail: if hits.is_empty() {
-                format!(
-                    "no {} consecutive windows above {} % (worst window {:.3} %, {} above)",
-                    rule.consecutive, rule.threshold_pct, run_worst, above
-                )
-            } else {
-                format!(
-                    "{} window(s) of >= {} consecutive buckets above {} %",
-                    hits.len(),
-                    rule.consecutive,
-                    rule.threshold_pct
-                )
-            },
-            numbers: json!({
-                "windows": run_rows.len(),
-                "requests": run_rows.iter().map(|(_, r)| r.count).sum::<u64>(),
-                "errors": run_rows.iter().map(|(_, r)| r.err).sum::<u64>(),
-                "worst_err_pct": round3(run_worst),
-                "buckets_above": above,
-                "consecutive": rule.consecutive,
-                "threshold_pct": rule.threshold_pct,
-            }),
-            rows: if hits.is_empty() {
-                run_rows
-                    .iter()
-                    .filter(|(_, r)| r.is_bad(rule))
-                    .map(|(i, _)| format!("{q2_name}#{i}"))
-                    .collect()
-            } else {
-                hits.iter()
-                    .map(|(i, _)| format!("q5-falsification#{i}"))
-                    .collect()
-            },
-        });
+        gates.push(rule_gate(rule, run, &judged, streaks, q2_name));
     }
 
     gates.extend(ctx.preconditions());
@@ -258,6 +190,90 @@ pub fn decide(ctx: &Ctx, streaks: &[Streak]) -> (Vec<Gate>, Verdict) {
         reasons,
     };
     (gates, verdict)
+}
+
+/// `judged_data_present`: the main scenario has windows in the judged phases.
+fn data_present_gate(rule: &Rule, judged: &[(usize, &BucketRow)], judged_runs: &[String]) -> Gate {
+    Gate {
+        name: "judged_data_present".into(),
+        kind: "data",
+        required: true,
+        status: if judged.is_empty() {
+            Status::Fail
+        } else {
+            Status::Pass
+        },
+        detail: format!(
+            "{} run(s), {} window(s) of the main scenario in judged phases ({})",
+            judged_runs.len(),
+            judged.len(),
+            rule.phases.join(", ")
+        ),
+        numbers: json!({"runs": judged_runs.len(), "windows": judged.len()}),
+        rows: Vec::new(),
+    }
+}
+
+/// `rule:<run>`: no streak of the rule in one judged run.
+fn rule_gate(
+    rule: &Rule,
+    run: &str,
+    judged: &[(usize, &BucketRow)],
+    streaks: &[Streak],
+    q2_name: &str,
+) -> Gate {
+    let hits: Vec<(usize, &Streak)> = streaks
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.judged && s.run_id == run)
+        .collect();
+    let run_rows: Vec<&(usize, &BucketRow)> =
+        judged.iter().filter(|(_, r)| r.run_id == run).collect();
+    let run_worst = run_rows.iter().map(|(_, r)| r.err_pct).fold(0.0, f64::max);
+    let above = run_rows.iter().filter(|(_, r)| r.is_bad(rule)).count();
+    Gate {
+        name: format!("rule:{run}"),
+        kind: "rule",
+        required: true,
+        status: if hits.is_empty() {
+            Status::Pass
+        } else {
+            Status::Fail
+        },
+        detail: if hits.is_empty() {
+            format!(
+                "no {} consecutive windows above {} % (worst window {:.3} %, {} above)",
+                rule.consecutive, rule.threshold_pct, run_worst, above
+            )
+        } else {
+            format!(
+                "{} window(s) of >= {} consecutive buckets above {} %",
+                hits.len(),
+                rule.consecutive,
+                rule.threshold_pct
+            )
+        },
+        numbers: json!({
+            "windows": run_rows.len(),
+            "requests": run_rows.iter().map(|(_, r)| r.count).sum::<u64>(),
+            "errors": run_rows.iter().map(|(_, r)| r.err).sum::<u64>(),
+            "worst_err_pct": round3(run_worst),
+            "buckets_above": above,
+            "consecutive": rule.consecutive,
+            "threshold_pct": rule.threshold_pct,
+        }),
+        rows: if hits.is_empty() {
+            run_rows
+                .iter()
+                .filter(|(_, r)| r.is_bad(rule))
+                .map(|(i, _)| format!("{q2_name}#{i}"))
+                .collect()
+        } else {
+            hits.iter()
+                .map(|(i, _)| format!("q5-falsification#{i}"))
+                .collect()
+        },
+    }
 }
 
 fn round3(x: f64) -> f64 {
@@ -508,6 +524,8 @@ fn headroom_gate(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Gate {
     }
 }
 
+/// `perturbations_observed`: every scheduled event fired and was observed (required only when
+/// the lab says so).
 fn perturbations_gate(
     events: &[Event],
     lab: &LabFile,
@@ -552,40 +570,7 @@ fn perturbations_gate(
             );
         }
     };
-    let mut missing: Vec<String> = Vec::new();
-    for s in lab.steps.iter().filter(|s| s.action.is_some()) {
-        let Some(want) = s.events else { continue };
-        match runs.step(&s.name) {
-            None => missing.push(format!("step {} is not in runs.json", s.name)),
-            Some(rec) => {
-                let fired = events.iter().filter(|e| e.summary.step == s.name).count();
-                if (fired as u32) < want {
-                    missing.push(format!(
-                        "step {}: {fired} of {want} scheduled event(s) fired",
-                        rec.name
-                    ));
-                }
-            }
-        }
-    }
-    if let Some(n) = expected_total
-        && (events.len() as u32) < n
-    {
-        missing.push(format!("{} event(s) fired, {n} expected", events.len()));
-    }
-    if events.is_empty() {
-        missing.push("no perturbation event in runs.json".into());
-    }
-    for e in events.iter().filter(|e| !e.summary.observed) {
-        missing.push(format!(
-            "{} event {} ({}, {}): {}",
-            e.summary.step,
-            e.summary.event,
-            e.summary.kind,
-            e.summary.perturbation_id.as_deref().unwrap_or("no id"),
-            e.summary.problem.as_deref().unwrap_or("not observed")
-        ));
-    }
+    let missing = missing_events(events, lab, runs);
     if missing.is_empty() {
         let list: Vec<String> = events
             .iter()
@@ -613,6 +598,47 @@ fn perturbations_gate(
         let n = missing.len();
         mk(Status::Fail, missing.join("; "), n)
     }
+}
+
+/// What keeps the fired events from being the scheduled ones, each observed: steps missing
+/// from `runs.json`, steps that fired fewer events than scheduled, fewer events than expected in
+/// all, none at all, and every event not observed. Empty when nothing is missing.
+fn missing_events(events: &[Event], lab: &LabFile, runs: &RunsFile) -> Vec<String> {
+    let mut missing: Vec<String> = Vec::new();
+    for s in lab.steps.iter().filter(|s| s.action.is_some()) {
+        let Some(want) = s.events else { continue };
+        match runs.step(&s.name) {
+            None => missing.push(format!("step {} is not in runs.json", s.name)),
+            Some(rec) => {
+                let fired = events.iter().filter(|e| e.summary.step == s.name).count();
+                if (fired as u32) < want {
+                    missing.push(format!(
+                        "step {}: {fired} of {want} scheduled event(s) fired",
+                        rec.name
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(n) = lab.preconditions.expected_perturbations
+        && (events.len() as u32) < n
+    {
+        missing.push(format!("{} event(s) fired, {n} expected", events.len()));
+    }
+    if events.is_empty() {
+        missing.push("no perturbation event in runs.json".into());
+    }
+    for e in events.iter().filter(|e| !e.summary.observed) {
+        missing.push(format!(
+            "{} event {} ({}, {}): {}",
+            e.summary.step,
+            e.summary.event,
+            e.summary.kind,
+            e.summary.perturbation_id.as_deref().unwrap_or("no id"),
+            e.summary.problem.as_deref().unwrap_or("not observed")
+        ));
+    }
+    missing
 }
 
 /// `data_complete`: the pack holds every line its sources say exist.

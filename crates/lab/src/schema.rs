@@ -330,16 +330,6 @@ impl Action {
 pub use crate::checks::Check;
 
 impl Lab {
-    /// Everything serde cannot check ([`crate::validate`]): every problem, each with its key.
-    pub fn validate(&self) -> Result<(), crate::validate::Problems> {
-        let p = crate::validate::problems(self);
-        if p.is_empty() {
-            Ok(())
-        } else {
-            Err(crate::validate::Problems(p))
-        }
-    }
-
     pub fn app(&self, name: &str) -> Option<&App> {
         self.apps.iter().find(|a| a.name == name)
     }

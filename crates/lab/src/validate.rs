@@ -117,6 +117,20 @@ pub fn step_loads<'a>(lab: &'a Lab, step: &Step) -> Vec<&'a crate::schema::Load>
         .collect()
 }
 
+impl Lab {
+    /// Everything serde cannot check (this module): every problem, each with its key. Written
+    /// here rather than beside the type in [`crate::schema`], so the types do not import their
+    /// validation (`schema` -> `validate` -> `schema` was a cycle).
+    pub fn validate(&self) -> Result<(), Problems> {
+        let p = problems(self);
+        if p.is_empty() {
+            Ok(())
+        } else {
+            Err(Problems(p))
+        }
+    }
+}
+
 /// Every problem of `lab`; empty when it can run.
 pub fn problems(lab: &Lab) -> Vec<Problem> {
     let mut v = V { out: Vec::new() };

@@ -39,7 +39,7 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use crate::routes::lock;
+use crate::http::lock;
 
 /// How requests share the capacity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -346,10 +346,10 @@ impl Config {
             }
         }
         if let Some(u) = url {
-            crate::dependency::parse_http_url(&u).ok_or(ConfigError::DependencyUrl(u))?;
+            crate::dependency_client::parse_http_url(&u).ok_or(ConfigError::DependencyUrl(u))?;
         }
         if let Some(h) = non_empty(&self.dependency_host) {
-            crate::dependency::parse_host_port(&h).ok_or(ConfigError::DependencyHost(h))?;
+            crate::dependency_client::parse_host_port(&h).ok_or(ConfigError::DependencyHost(h))?;
         }
         if self.dependency_timeout_ms == 0 {
             return Err(ConfigError::DependencyTimeout);

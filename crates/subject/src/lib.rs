@@ -24,6 +24,8 @@ pub mod capacity;
 pub mod concurrency;
 pub mod config;
 pub mod dependency;
+pub mod dependency_client;
+pub mod http;
 pub mod probes;
 pub mod routes;
 pub mod shutdown;

@@ -5,7 +5,6 @@
 //! draining, `Connection: close` → JSON `{error}` bodies for every 4xx/5xx → `MAX_CONCURRENCY`
 //! semaphore and in-flight count → zombie gate → the routes.
 
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::Json;
@@ -20,25 +19,9 @@ use labkit::event::SubjectEvent;
 use tokio::time::Instant;
 
 use crate::config::{AppMode, LogRequests};
+use crate::http::{error_response, query_param};
 use crate::state::AppState;
 use crate::{concurrency, dependency, probes, simulate};
-
-/// A 4xx/5xx answer with a JSON `{error}` body.
-pub fn error_response(code: StatusCode, msg: &str) -> Response {
-    (code, Json(serde_json::json!({ "error": msg }))).into_response()
-}
-
-/// Locks a mutex, recovering the data if a holder panicked.
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The first value of `key` in a raw query string (percent-decoded).
-pub fn query_param(query: Option<&str>, key: &str) -> Option<String> {
-    url::form_urlencoded::parse(query?.as_bytes())
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.into_owned())
-}
 
 /// The whole router for `state`'s mode, middleware included.
 pub fn router(state: AppState) -> Router {

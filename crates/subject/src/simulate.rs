@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use labkit::event::SubjectEvent;
 
-use crate::routes::{error_response, query_param};
+use crate::http::{error_response, query_param};
 use crate::state::{AppState, Simulation};
 
 /// How long a simulated hang lasts at most before the request proceeds.

@@ -1,4 +1,5 @@
-//! The shared state every handler sees: configuration, identity, lifecycle flags, simulations.
+//! The shared state every handler sees: configuration, identity, lifecycle flags, simulations,
+//! the dependency mode's run-time settings.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -6,12 +7,13 @@ use std::time::Duration;
 
 use axum::http::HeaderValue;
 use labkit::event::{SubjectEvent, SubjectLine};
+use serde::Serialize;
 use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 
 use crate::capacity::Capacity;
 use crate::config::{Config, Identity};
-use crate::dependency::{DependencyClient, DependencySettings};
+use crate::dependency_client::DependencyClient;
 
 /// How the process exits on `/simulate/crash` (the binary: `std::process::exit`).
 pub type ExitFn = Arc<dyn Fn(i32) + Send + Sync>;
@@ -21,6 +23,14 @@ pub type ExitFn = Arc<dyn Fn(i32) + Send + Sync>;
 pub struct Simulation {
     pub zombie: bool,
     pub deadlocked: bool,
+}
+
+/// What a dependency-mode `/health` does; changed at run time by `POST /admin/dependency`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct DependencySettings {
+    pub healthy: bool,
+    pub delay_ms: u64,
+    pub fail_rate: f64,
 }
 
 /// Shared state; cheap to clone.
