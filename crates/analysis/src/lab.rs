@@ -47,6 +47,18 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::Error;
+
+/// Why a lab file's text could not be read as a [`LabFile`] (printed after the file's path by
+/// [`Error::Lab`]).
+#[derive(Debug, thiserror::Error)]
+pub enum LabFileError {
+    /// Not TOML, or TOML whose values do not have the types the analysis reads.
+    #[error("{0}")]
+    Toml(toml::de::Error),
+    /// `--profile` (or the pack's profile file) names a profile the lab file does not define.
+    #[error("profile {name:?} is not defined in the lab file (defined: {defined})")]
+    UndefinedProfile { name: String, defined: String },
+}
 use crate::evidence::Level;
 
 /// The lab file subset (every table optional, unknown keys ignored).
@@ -163,12 +175,12 @@ impl LabFile {
             .filter(|s| !s.is_empty());
         Self::parse_with_profile(&text, profile.as_deref()).map_err(|e| Error::Lab {
             path: path.display().to_string(),
-            msg: e,
+            msg: e.to_string(),
         })
     }
 
     /// Parses the text of a lab file as written (no profile applied).
-    pub fn parse(text: &str) -> Result<LabFile, String> {
+    pub fn parse(text: &str) -> Result<LabFile, LabFileError> {
         Self::parse_with_profile(text, None)
     }
 
@@ -177,18 +189,21 @@ impl LabFile {
     /// profile is an error). The merge is `lab::profile::apply`, the one the runner uses: tables key
     /// by key, arrays of tables with a `name` element by element on that name, every other value
     /// replaced.
-    pub fn parse_with_profile(text: &str, profile: Option<&str>) -> Result<LabFile, String> {
-        let mut doc: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse_with_profile(text: &str, profile: Option<&str>) -> Result<LabFile, LabFileError> {
+        let mut doc: toml::Table = toml::from_str(text).map_err(LabFileError::Toml)?;
         if let Some(name) = profile {
             doc = lab::profile::apply(doc, name).map_err(|defined| {
-                format!("profile {name:?} is not defined in the lab file (defined: {defined})")
+                LabFileError::UndefinedProfile {
+                    name: name.to_owned(),
+                    defined: defined.to_string(),
+                }
             })?;
         } else {
             doc.remove("profiles");
         }
         toml::Value::Table(doc)
             .try_into()
-            .map_err(|e: toml::de::Error| e.to_string())
+            .map_err(LabFileError::Toml)
     }
 
     /// The rate of the load named `name`, or of the lab's only load when `name` is `None`.
