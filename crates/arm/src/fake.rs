@@ -301,22 +301,8 @@ fn route(
 ) -> Response {
     let segs: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
     let mut s = lock(state);
-    // /operations/{id} and /operationResults/{id}: in progress on the first poll, done after.
     if segs.len() == 2 && (segs[0] == "operations" || segs[0] == "operationResults") {
-        let polls = s.ops.entry(segs[1].to_owned()).or_insert(0);
-        *polls += 1;
-        let done = *polls >= 2;
-        return match (segs[0], done) {
-            ("operations", false) => json_ok(StatusCode::OK, json!({"status": "InProgress"})),
-            ("operations", true) => json_ok(StatusCode::OK, json!({"status": "Succeeded"})),
-            (_, false) => {
-                let mut r = StatusCode::ACCEPTED.into_response();
-                r.headers_mut()
-                    .insert("retry-after", axum::http::HeaderValue::from_static("0"));
-                r
-            }
-            (_, true) => StatusCode::NO_CONTENT.into_response(),
-        };
+        return operation_poll(&mut s, segs[0], segs[1]);
     }
     // subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.App/containerApps/{app}/...
     if segs.len() < 8 || segs[5] != "Microsoft.App" || segs[6] != "containerApps" {
@@ -339,37 +325,9 @@ fn route(
                        "properties": {"provisioningState": "Succeeded", "template": template}}),
             )
         }
-        ("PATCH", []) => {
-            let patch: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-            if let Some(t) = patch.pointer("/properties/template") {
-                s.templates.insert(app.clone(), t.clone());
-            }
-            let id = format!("op{}", s.ops.len() + 1);
-            s.ops.insert(id.clone(), 0);
-            let mut r = StatusCode::ACCEPTED.into_response();
-            let h = r.headers_mut();
-            if let Ok(v) = format!("{base}/operations/{id}").parse() {
-                h.insert("azure-asyncoperation", v);
-            }
-            if let Ok(v) = format!("{base}/operationResults/{id}").parse() {
-                h.insert("location", v);
-            }
-            h.insert("retry-after", axum::http::HeaderValue::from_static("0"));
-            r
-        }
+        ("PATCH", []) => patch_app(&mut s, &app, base, body),
         ("GET", ["revisions"]) => {
-            let items = revisions
-                .iter()
-                .map(|r| {
-                    json!({"name": r.name, "type": "Microsoft.App/containerApps/revisions",
-                       "properties": {"active": r.active, "replicas": r.replicas.len(),
-                         "trafficWeight": r.traffic_weight,
-                         "provisioningState": "Provisioned",
-                         "healthState": if r.active { "Healthy" } else { "None" },
-                         "runningState": if r.active { "Running" } else { "Stopped" },
-                         "createdTime": "2026-06-12T14:00:00+00:00"}})
-                })
-                .collect();
+            let items = revisions.iter().map(revision_json).collect();
             json_ok(StatusCode::OK, page(uri, base, items, s.page_size))
         }
         ("GET", ["revisions", rev, "replicas"]) => {
@@ -379,28 +337,86 @@ fn route(
             let items = r
                 .replicas
                 .iter()
-                .map(|name| {
-                    json!({"name": name, "properties": {"runningState": "Running",
-                       "createdTime": "2026-06-12T14:00:05Z",
-                       "containers": [{"name": app, "ready": true, "started": true,
-                                       "restartCount": 0, "runningState": "Running"}]}})
-                })
+                .map(|name| replica_json(name, &app))
                 .collect();
             json_ok(StatusCode::OK, page(uri, base, items, s.page_size))
         }
         ("POST", ["revisions", _rev, "restart" | "activate" | "deactivate"]) => {
-            let id = format!("op{}", s.ops.len() + 1);
-            s.ops.insert(id.clone(), 0);
+            revision_operation(&mut s, base)
+        }
+        _ => arm_error(StatusCode::NOT_FOUND, "NotFound", "no such route"),
+    }
+}
+
+/// `/operations/{id}` and `/operationResults/{id}` (`kind`): in progress on the first poll,
+/// done after.
+fn operation_poll(s: &mut FakeState, kind: &str, id: &str) -> Response {
+    let polls = s.ops.entry(id.to_owned()).or_insert(0);
+    *polls += 1;
+    let done = *polls >= 2;
+    match (kind, done) {
+        ("operations", false) => json_ok(StatusCode::OK, json!({"status": "InProgress"})),
+        ("operations", true) => json_ok(StatusCode::OK, json!({"status": "Succeeded"})),
+        (_, false) => {
             let mut r = StatusCode::ACCEPTED.into_response();
-            if let Ok(v) = format!("{base}/operationResults/{id}").parse() {
-                r.headers_mut().insert("location", v);
-            }
             r.headers_mut()
                 .insert("retry-after", axum::http::HeaderValue::from_static("0"));
             r
         }
-        _ => arm_error(StatusCode::NOT_FOUND, "NotFound", "no such route"),
+        (_, true) => StatusCode::NO_CONTENT.into_response(),
     }
+}
+
+/// PATCH of an app: keeps the body's template, answers 202 with both operation headers.
+fn patch_app(s: &mut FakeState, app: &str, base: &str, body: &[u8]) -> Response {
+    let patch: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if let Some(t) = patch.pointer("/properties/template") {
+        s.templates.insert(app.to_owned(), t.clone());
+    }
+    let id = format!("op{}", s.ops.len() + 1);
+    s.ops.insert(id.clone(), 0);
+    let mut r = StatusCode::ACCEPTED.into_response();
+    let h = r.headers_mut();
+    if let Ok(v) = format!("{base}/operations/{id}").parse() {
+        h.insert("azure-asyncoperation", v);
+    }
+    if let Ok(v) = format!("{base}/operationResults/{id}").parse() {
+        h.insert("location", v);
+    }
+    h.insert("retry-after", axum::http::HeaderValue::from_static("0"));
+    r
+}
+
+/// A revision as ARM lists it.
+fn revision_json(r: &FakeRevision) -> Value {
+    json!({"name": r.name, "type": "Microsoft.App/containerApps/revisions",
+       "properties": {"active": r.active, "replicas": r.replicas.len(),
+         "trafficWeight": r.traffic_weight,
+         "provisioningState": "Provisioned",
+         "healthState": if r.active { "Healthy" } else { "None" },
+         "runningState": if r.active { "Running" } else { "Stopped" },
+         "createdTime": "2026-06-12T14:00:00+00:00"}})
+}
+
+/// A running replica of `app` as ARM lists it (one ready container named like the app).
+fn replica_json(name: &str, app: &str) -> Value {
+    json!({"name": name, "properties": {"runningState": "Running",
+       "createdTime": "2026-06-12T14:00:05Z",
+       "containers": [{"name": app, "ready": true, "started": true,
+                       "restartCount": 0, "runningState": "Running"}]}})
+}
+
+/// A revision restart, activation or deactivation: 202 with a `Location` to poll.
+fn revision_operation(s: &mut FakeState, base: &str) -> Response {
+    let id = format!("op{}", s.ops.len() + 1);
+    s.ops.insert(id.clone(), 0);
+    let mut r = StatusCode::ACCEPTED.into_response();
+    if let Ok(v) = format!("{base}/operationResults/{id}").parse() {
+        r.headers_mut().insert("location", v);
+    }
+    r.headers_mut()
+        .insert("retry-after", axum::http::HeaderValue::from_static("0"));
+    r
 }
 
 // ---------------------------------------------------------------------------------------------

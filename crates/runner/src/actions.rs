@@ -80,36 +80,9 @@ impl Actor {
     ) -> Vec<ActionRecord> {
         let app = action.app().to_owned();
         match action {
-            Action::Rollout { .. } => {
-                let generation = self.next_generation(&app);
-                let env = [("ROLLOUT_GENERATION".to_owned(), generation.to_string())];
-                vec![
-                    self.timed(event, "rollout", &app, async {
-                        self.patch_env(&app, &env)
-                            .await
-                            .map(|rev| (None, format!("ROLLOUT_GENERATION={generation}: {rev}")))
-                    })
-                    .await,
-                ]
-            }
-            Action::SetEnv { env, .. } => {
-                let pairs: Vec<(String, String)> = env.into_iter().collect();
-                vec![
-                    self.timed(event, "set-env", &app, async {
-                        let names: Vec<&str> = pairs.iter().map(|(k, _)| k.as_str()).collect();
-                        self.patch_env(&app, &pairs)
-                            .await
-                            .map(|rev| (None, format!("{}: {rev}", names.join(","))))
-                    })
-                    .await,
-                ]
-            }
-            Action::Restart { .. } => vec![
-                self.timed(event, "restart", &app, async {
-                    self.restart(&app).await.map(|rev| (None, format!("restarted {rev}")))
-                })
-                .await,
-            ],
+            Action::Rollout { .. } => vec![self.rollout(event, &app).await],
+            Action::SetEnv { env, .. } => vec![self.set_env(event, &app, env).await],
+            Action::Restart { .. } => vec![self.restart_action(event, &app).await],
             Action::Dependency {
                 healthy,
                 delay_ms,
@@ -117,78 +90,139 @@ impl Actor {
                 restore_after,
                 ..
             } => {
-                let mut body = Map::new();
-                if let Some(h) = healthy {
-                    body.insert("healthy".into(), json!(h));
-                }
-                if let Some(d) = delay_ms {
-                    body.insert("delay_ms".into(), json!(d));
-                }
-                if let Some(f) = fail_rate {
-                    body.insert("fail_rate".into(), json!(f));
-                }
-                let body = Value::Object(body);
-                let mut out = vec![
-                    self.timed(event, "dependency", &app, async {
-                        self.post(&app, "/admin/dependency", Some(&body), ADMIN_TIMEOUT)
-                            .await
-                            .map(|(s, _)| (Some(s), body.to_string()))
-                    })
-                    .await,
-                ];
-                if let Some(after) = restore_after.as_deref() {
-                    self.wait_restore(after, &cancel).await;
-                    let restore = json!({"healthy": true, "delay_ms": 0, "fail_rate": 0.0});
-                    out.push(
-                        self.timed(event, "dependency-restore", &app, async {
-                            self.post(&app, "/admin/dependency", Some(&restore), ADMIN_TIMEOUT)
-                                .await
-                                .map(|(s, _)| (Some(s), restore.to_string()))
-                        })
-                        .await,
-                    );
-                }
-                out
+                let body = dependency_body(healthy, delay_ms, fail_rate);
+                self.dependency(event, &app, body, restore_after.as_deref(), &cancel)
+                    .await
             }
             Action::Simulate {
                 mode,
                 restore_after,
                 ..
             } => {
-                let path = format!("/simulate/{mode}");
-                let mut out = vec![
-                    self.timed(event, "simulate", &app, async {
-                        self.post(&app, &path, None, ADMIN_TIMEOUT)
-                            .await
-                            .map(|(s, _)| (Some(s), path.clone()))
-                    })
-                    .await,
-                ];
-                if let Some(after) = restore_after.as_deref() {
-                    self.wait_restore(after, &cancel).await;
-                    out.push(
-                        self.timed(event, "simulate-reset", &app, async {
-                            self.post(&app, "/simulate/reset", None, ADMIN_TIMEOUT)
-                                .await
-                                .map(|(s, _)| (Some(s), "/simulate/reset".to_owned()))
-                        })
-                        .await,
-                    );
-                }
-                out
+                self.simulate(event, &app, &mode, restore_after.as_deref(), &cancel)
+                    .await
             }
-            Action::Saturate { path, .. } => vec![
-                self.timed(event, "saturate", &app, async {
-                    tokio::select! {
-                        r = self.request(Method::GET, &app, &path, None, SATURATE_LIMIT) => {
-                            r.map(|(s, body)| (Some(s), format!("GET {path}: {}", truncate(&body, 200))))
-                        }
-                        _ = cancel.cancelled() => Err(format!("GET {path}: interrupted")),
-                    }
+            Action::Saturate { path, .. } => vec![self.saturate(event, &app, &path, &cancel).await],
+        }
+    }
+
+    /// `rollout`: the app's next `ROLLOUT_GENERATION` on its container (a new revision).
+    async fn rollout(&self, event: u32, app: &str) -> ActionRecord {
+        let generation = self.next_generation(app);
+        let env = [("ROLLOUT_GENERATION".to_owned(), generation.to_string())];
+        self.timed(event, "rollout", app, async {
+            self.patch_env(app, &env)
+                .await
+                .map(|rev| (None, format!("ROLLOUT_GENERATION={generation}: {rev}")))
+        })
+        .await
+    }
+
+    /// `set-env`: the given env on the app's container (a new revision).
+    async fn set_env(&self, event: u32, app: &str, env: BTreeMap<String, String>) -> ActionRecord {
+        let pairs: Vec<(String, String)> = env.into_iter().collect();
+        self.timed(event, "set-env", app, async {
+            let names: Vec<&str> = pairs.iter().map(|(k, _)| k.as_str()).collect();
+            self.patch_env(app, &pairs)
+                .await
+                .map(|rev| (None, format!("{}: {rev}", names.join(","))))
+        })
+        .await
+    }
+
+    /// `restart`: a revision restart of the revision with the traffic.
+    async fn restart_action(&self, event: u32, app: &str) -> ActionRecord {
+        self.timed(event, "restart", app, async {
+            self.restart(app)
+                .await
+                .map(|rev| (None, format!("restarted {rev}")))
+        })
+        .await
+    }
+
+    /// `dependency`: `body` posted to the app's `/admin/dependency`, and after
+    /// `restore_after` (when given) the healthy dependency posted back.
+    async fn dependency(
+        &self,
+        event: u32,
+        app: &str,
+        body: Value,
+        restore_after: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Vec<ActionRecord> {
+        let mut out = vec![
+            self.timed(event, "dependency", app, async {
+                self.post(app, "/admin/dependency", Some(&body), ADMIN_TIMEOUT)
+                    .await
+                    .map(|(s, _)| (Some(s), body.to_string()))
+            })
+            .await,
+        ];
+        if let Some(after) = restore_after {
+            self.wait_restore(after, cancel).await;
+            let restore = json!({"healthy": true, "delay_ms": 0, "fail_rate": 0.0});
+            out.push(
+                self.timed(event, "dependency-restore", app, async {
+                    self.post(app, "/admin/dependency", Some(&restore), ADMIN_TIMEOUT)
+                        .await
+                        .map(|(s, _)| (Some(s), restore.to_string()))
                 })
                 .await,
-            ],
+            );
         }
+        out
+    }
+
+    /// `simulate`: `POST /simulate/<mode>` to the app, and after `restore_after` (when given)
+    /// `POST /simulate/reset`.
+    async fn simulate(
+        &self,
+        event: u32,
+        app: &str,
+        mode: &str,
+        restore_after: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Vec<ActionRecord> {
+        let path = format!("/simulate/{mode}");
+        let mut out = vec![
+            self.timed(event, "simulate", app, async {
+                self.post(app, &path, None, ADMIN_TIMEOUT)
+                    .await
+                    .map(|(s, _)| (Some(s), path.clone()))
+            })
+            .await,
+        ];
+        if let Some(after) = restore_after {
+            self.wait_restore(after, cancel).await;
+            out.push(
+                self.timed(event, "simulate-reset", app, async {
+                    self.post(app, "/simulate/reset", None, ADMIN_TIMEOUT)
+                        .await
+                        .map(|(s, _)| (Some(s), "/simulate/reset".to_owned()))
+                })
+                .await,
+            );
+        }
+        out
+    }
+
+    /// `saturate`: one blocking `GET <path>` to the app, waited for up to [`SATURATE_LIMIT`].
+    async fn saturate(
+        &self,
+        event: u32,
+        app: &str,
+        path: &str,
+        cancel: &CancellationToken,
+    ) -> ActionRecord {
+        self.timed(event, "saturate", app, async {
+            tokio::select! {
+                r = self.request(Method::GET, app, path, None, SATURATE_LIMIT) => {
+                    r.map(|(s, body)| (Some(s), format!("GET {path}: {}", truncate(&body, 200))))
+                }
+                _ = cancel.cancelled() => Err(format!("GET {path}: interrupted")),
+            }
+        })
+        .await
     }
 
     async fn wait_restore(&self, after: &str, cancel: &CancellationToken) {
@@ -340,6 +374,21 @@ impl From<String> for ActionFailure {
             detail,
         }
     }
+}
+
+/// The `/admin/dependency` body of a `dependency` action: the fields the lab sets, only those.
+fn dependency_body(healthy: Option<bool>, delay_ms: Option<u64>, fail_rate: Option<f64>) -> Value {
+    let mut body = Map::new();
+    if let Some(h) = healthy {
+        body.insert("healthy".into(), json!(h));
+    }
+    if let Some(d) = delay_ms {
+        body.insert("delay_ms".into(), json!(d));
+    }
+    if let Some(f) = fail_rate {
+        body.insert("fail_rate".into(), json!(f));
+    }
+    Value::Object(body)
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

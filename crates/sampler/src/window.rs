@@ -18,6 +18,7 @@
 //!   shutdown future completes (SIGTERM), with the ticks scheduled and completed.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use arm::{ArmClient, Scope};
@@ -104,70 +105,26 @@ pub async fn run_window(
     shutdown: impl Future<Output = ()>,
 ) -> Outcome {
     let ctx = &window.ctx;
-    let ticks = window.ticks();
-    let interval = window.interval;
-    let start = Instant::now();
-    let wall0 = Timestamp::now();
-    let mut out = Outcome {
-        ticks_scheduled: ticks,
-        ..Outcome::default()
-    };
-    sink.emit(marker(window, wall0, MarkerPhase::Start, None).into());
+    let mut run = WindowRun::begin(window, sink);
+    let ticks = run.out.ticks_scheduled;
     tokio::pin!(shutdown);
 
     let mut k: u64 = 0;
     'ticks: while k < ticks {
-        let due = start + offset(interval, k);
+        let due = run.due(k);
         tokio::select! {
             _ = tokio::time::sleep_until(due) => {}
-            _ = &mut shutdown => { out.interrupted = true; break 'ticks; }
+            _ = &mut shutdown => { run.out.interrupted = true; break 'ticks; }
         }
         let now = Instant::now();
-        let mut late = now.saturating_duration_since(due);
         // Missed whole slots: report them, then run the tick that is due now.
-        let behind = u64::try_from(late.as_nanos() / interval.as_nanos()).unwrap_or(u64::MAX);
-        if behind > 0 {
-            let ts = wall_at(wall0, now - start);
-            for j in k..(k + behind).min(ticks) {
-                let due_j = start + offset(interval, j);
-                sink.emit(
-                    SamplerError {
-                        tick: Some(j),
-                        late_ms: Some(ms(now.saturating_duration_since(due_j))),
-                        ..ctx.error(
-                            ts,
-                            "tick_skipped",
-                            "tick not run: the sampler was more than one interval late".into(),
-                        )
-                    }
-                    .into(),
-                );
-                out.errors += 1;
-                out.ticks_skipped += 1;
-            }
-            k += behind;
-            if k >= ticks {
-                break;
-            }
-            late = now.saturating_duration_since(start + offset(interval, k));
+        k = run.skip_missed(k, now);
+        if k >= ticks {
+            break;
         }
-        let ts = wall_at(wall0, now - start);
-        if late > LATE_REPORT {
-            sink.emit(
-                SamplerError {
-                    tick: Some(k),
-                    late_ms: Some(ms(late)),
-                    ..ctx.error(
-                        ts,
-                        "tick_late",
-                        format!("tick started {} ms after its scheduled time", ms(late)),
-                    )
-                }
-                .into(),
-            );
-            out.errors += 1;
-        }
-        let slot_end = start + offset(interval, k + 1);
+        let ts = run.ts_at(now);
+        run.report_late(k, ts, now.saturating_duration_since(run.due(k)));
+        let slot_end = run.due(k + 1);
         let tick_client = client.with_deadline(slot_end);
         let work = sample_tick(&tick_client, &window.scope, &window.apps, ctx, k, ts);
         // Belt and braces: every call is already bounded by the slot; this bounds the tick as a
@@ -176,43 +133,145 @@ pub async fn run_window(
             r = tokio::time::timeout_at(slot_end + TICK_GRACE, work) => {
                 r.unwrap_or_else(|_| stuck_tick(ctx, ts, k))
             }
-            _ = &mut shutdown => { out.interrupted = true; break 'ticks; }
+            _ = &mut shutdown => { run.out.interrupted = true; break 'ticks; }
         };
-        for line in result.lines {
-            sink.emit(line);
-        }
-        out.ticks_run += 1;
-        out.errors += result.errors as u64;
-        if result.errors == 0 {
-            out.ticks_completed += 1;
-        }
+        run.record(result);
         k += 1;
     }
+    run.finish(shutdown).await
+}
 
-    if !out.interrupted {
-        let end = start + window.duration;
-        tokio::select! {
-            _ = tokio::time::sleep_until(end) => {}
-            _ = &mut shutdown => { out.interrupted = true; }
+/// A window being run: where its lines go, its clocks (monotonic and wall) at the start, and
+/// how it has gone so far.
+struct WindowRun<'a> {
+    window: &'a Window,
+    sink: &'a dyn Sink,
+    start: Instant,
+    wall0: Timestamp,
+    out: Outcome,
+}
+
+impl<'a> WindowRun<'a> {
+    /// Starts the window's clocks now and writes its start marker.
+    fn begin(window: &'a Window, sink: &'a dyn Sink) -> WindowRun<'a> {
+        let start = Instant::now();
+        let wall0 = Timestamp::now();
+        let out = Outcome {
+            ticks_scheduled: window.ticks(),
+            ..Outcome::default()
+        };
+        sink.emit(marker(window, wall0, MarkerPhase::Start, None).into());
+        WindowRun {
+            window,
+            sink,
+            start,
+            wall0,
+            out,
         }
     }
-    let ts_end = wall_at(wall0, Instant::now() - start);
-    if out.interrupted {
-        sink.emit(
-            ctx.error(
-                ts_end,
-                "interrupted",
-                format!(
-                    "shutdown signal before the window ended: {} of {} ticks run",
-                    out.ticks_run, out.ticks_scheduled
-                ),
-            )
+
+    /// When tick `k` is due.
+    fn due(&self, k: u64) -> Instant {
+        self.start + offset(self.window.interval, k)
+    }
+
+    /// The wall-clock time of monotonic instant `now`.
+    fn ts_at(&self, now: Instant) -> Timestamp {
+        wall_at(self.wall0, now - self.start)
+    }
+
+    /// Reports every tick from `k` whose whole slot passed before `now` as `tick_skipped`;
+    /// returns the tick due now.
+    fn skip_missed(&mut self, k: u64, now: Instant) -> u64 {
+        let late = now.saturating_duration_since(self.due(k));
+        let behind =
+            u64::try_from(late.as_nanos() / self.window.interval.as_nanos()).unwrap_or(u64::MAX);
+        if behind == 0 {
+            return k;
+        }
+        let ts = self.ts_at(now);
+        for j in k..(k + behind).min(self.out.ticks_scheduled) {
+            self.sink.emit(
+                SamplerError {
+                    tick: Some(j),
+                    late_ms: Some(ms(now.saturating_duration_since(self.due(j)))),
+                    ..self.window.ctx.error(
+                        ts,
+                        "tick_skipped",
+                        "tick not run: the sampler was more than one interval late".into(),
+                    )
+                }
+                .into(),
+            );
+            self.out.errors += 1;
+            self.out.ticks_skipped += 1;
+        }
+        k + behind
+    }
+
+    /// Reports tick `k` as `tick_late` when it starts more than [`LATE_REPORT`] late.
+    fn report_late(&mut self, k: u64, ts: Timestamp, late: Duration) {
+        if late <= LATE_REPORT {
+            return;
+        }
+        self.sink.emit(
+            SamplerError {
+                tick: Some(k),
+                late_ms: Some(ms(late)),
+                ..self.window.ctx.error(
+                    ts,
+                    "tick_late",
+                    format!("tick started {} ms after its scheduled time", ms(late)),
+                )
+            }
             .into(),
         );
-        out.errors += 1;
+        self.out.errors += 1;
     }
-    sink.emit(marker(window, ts_end, MarkerPhase::End, Some(&out)).into());
-    out
+
+    /// Writes a tick's lines and counts it.
+    fn record(&mut self, result: TickResult) {
+        for line in result.lines {
+            self.sink.emit(line);
+        }
+        self.out.ticks_run += 1;
+        self.out.errors += result.errors as u64;
+        if result.errors == 0 {
+            self.out.ticks_completed += 1;
+        }
+    }
+
+    /// Waits for the window's end (unless interrupted already, or `shutdown` completes first),
+    /// reports an interruption, and writes the end marker.
+    async fn finish<F: Future<Output = ()>>(mut self, mut shutdown: Pin<&mut F>) -> Outcome {
+        if !self.out.interrupted {
+            let end = self.start + self.window.duration;
+            tokio::select! {
+                _ = tokio::time::sleep_until(end) => {}
+                _ = &mut shutdown => { self.out.interrupted = true; }
+            }
+        }
+        let ts_end = self.ts_at(Instant::now());
+        if self.out.interrupted {
+            self.sink.emit(
+                self.window
+                    .ctx
+                    .error(
+                        ts_end,
+                        "interrupted",
+                        format!(
+                            "shutdown signal before the window ended: {} of {} ticks run",
+                            self.out.ticks_run, self.out.ticks_scheduled
+                        ),
+                    )
+                    .into(),
+            );
+            self.out.errors += 1;
+        }
+        self.sink
+            .emit(marker(self.window, ts_end, MarkerPhase::End, Some(&self.out)).into());
+        self.out
+    }
 }
 
 /// The result of a tick abandoned after its slot.

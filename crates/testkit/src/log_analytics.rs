@@ -331,6 +331,8 @@ async fn query(
     resp
 }
 
+/// The answer to query `q` on `workspace` at `now`: the response, its row count, and whether
+/// it was cut at the row limit.
 fn answer(
     s: &StandIn,
     workspace: &str,
@@ -338,48 +340,8 @@ fn answer(
     q: &str,
     now: Instant,
 ) -> (Response, usize, bool) {
-    let auth = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    match (auth, &s.cfg.token) {
-        (_, None) => {}
-        (None, Some(_)) => {
-            return (
-                error(
-                    StatusCode::UNAUTHORIZED,
-                    "AuthorizationRequiredError",
-                    "Valid authentication was not provided",
-                    None,
-                ),
-                0,
-                false,
-            );
-        }
-        (Some(a), Some(t)) if a != format!("Bearer {t}") => {
-            return (
-                error(
-                    StatusCode::FORBIDDEN,
-                    "InsufficientAccessError",
-                    "The provided credentials have insufficient access to perform the requested operation",
-                    None,
-                ),
-                0,
-                false,
-            );
-        }
-        (Some(_), Some(_)) => {}
-    }
-    if workspace != s.cfg.workspace {
-        return (
-            error(
-                StatusCode::NOT_FOUND,
-                "WorkspaceNotFoundError",
-                &format!("Workspace {workspace} could not be found"),
-                None,
-            ),
-            0,
-            false,
-        );
+    if let Some(refused) = refusal(s, workspace, headers) {
+        return (refused, 0, false);
     }
     let Some(p) = parse(q) else {
         return (
@@ -402,42 +364,88 @@ fn answer(
         .map(|i| &tables[i])
         .filter(|t| t.rows.iter().any(|r| r.visible_at <= now))
     else {
-        let msg = format!(
-            "'where' operator: Failed to resolve table or column expression named '{}'",
-            p.table
-        );
-        return (
-            error(
-                StatusCode::BAD_REQUEST,
-                "BadArgumentError",
-                "The request had some invalid properties",
-                Some(
-                    json!({"code": "SemanticError", "message": "A semantic error occurred.",
-                    "innererror": {"code": "SEM0100", "message": msg}}),
-                ),
-            ),
-            0,
-            false,
-        );
+        return (unknown_table(&p.table), 0, false);
     };
-    let mut selected: Vec<&Ingested> = t
-        .rows
-        .iter()
-        .filter(|r| r.visible_at <= now)
-        .filter(|r| {
-            let ts = norm_ts(&r.time_generated);
-            ts >= p.from && (ts < p.to || (p.closed && ts == p.to))
-        })
-        .collect();
+    let selected = visible_in_window(t, &p, now);
     if p.count {
         let n = selected.len();
         let body = json!({"tables": [{"name": "PrimaryResult",
             "columns": [{"name": "Count", "type": "long"}], "rows": [[n]]}]});
         return ((StatusCode::OK, axum::Json(body)).into_response(), n, false);
     }
+    rows_answer(selected, s.cfg.row_limit)
+}
+
+/// The refusal the service would answer for the query's token or workspace id, if any.
+fn refusal(s: &StandIn, workspace: &str, headers: &HeaderMap) -> Option<Response> {
+    let auth = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match (auth, &s.cfg.token) {
+        (_, None) => {}
+        (None, Some(_)) => {
+            return Some(error(
+                StatusCode::UNAUTHORIZED,
+                "AuthorizationRequiredError",
+                "Valid authentication was not provided",
+                None,
+            ));
+        }
+        (Some(a), Some(t)) if a != format!("Bearer {t}") => {
+            return Some(error(
+                StatusCode::FORBIDDEN,
+                "InsufficientAccessError",
+                "The provided credentials have insufficient access to perform the requested operation",
+                None,
+            ));
+        }
+        (Some(_), Some(_)) => {}
+    }
+    if workspace != s.cfg.workspace {
+        return Some(error(
+            StatusCode::NOT_FOUND,
+            "WorkspaceNotFoundError",
+            &format!("Workspace {workspace} could not be found"),
+            None,
+        ));
+    }
+    None
+}
+
+/// The service's `SemanticError` for a table it has no row of yet.
+fn unknown_table(table: &str) -> Response {
+    let msg =
+        format!("'where' operator: Failed to resolve table or column expression named '{table}'");
+    error(
+        StatusCode::BAD_REQUEST,
+        "BadArgumentError",
+        "The request had some invalid properties",
+        Some(
+            json!({"code": "SemanticError", "message": "A semantic error occurred.",
+            "innererror": {"code": "SEM0100", "message": msg}}),
+        ),
+    )
+}
+
+/// The rows of `t` visible at `now` whose `TimeGenerated` is in the query's window.
+fn visible_in_window<'t>(t: &'t Table, p: &Parsed, now: Instant) -> Vec<&'t Ingested> {
+    t.rows
+        .iter()
+        .filter(|r| r.visible_at <= now)
+        .filter(|r| {
+            let ts = norm_ts(&r.time_generated);
+            ts >= p.from && (ts < p.to || (p.closed && ts == p.to))
+        })
+        .collect()
+}
+
+/// The rows in `TimeGenerated` order as a `PrimaryResult` table (`TimeGenerated` first, then
+/// every other column any row has, typed by its first value), cut at `row_limit` with a
+/// `PartialError`; with the row count and whether it was cut.
+fn rows_answer(mut selected: Vec<&Ingested>, row_limit: usize) -> (Response, usize, bool) {
     selected.sort_by_cached_key(|r| norm_ts(&r.time_generated));
-    let partial = selected.len() > s.cfg.row_limit;
-    selected.truncate(s.cfg.row_limit);
+    let partial = selected.len() > row_limit;
+    selected.truncate(row_limit);
     let mut names: BTreeSet<&str> = selected
         .iter()
         .flat_map(|r| r.row.keys().map(String::as_str))
@@ -478,7 +486,7 @@ fn answer(
                 "message": "Something went wrong processing your query on the server.",
                 "innererror": {"code": "-2133196797", "message": format!(
                     "Query result set has exceeded the internal record count limit {} records",
-                    s.cfg.row_limit)}}]});
+                    row_limit)}}]});
     }
     (
         (StatusCode::OK, axum::Json(body)).into_response(),

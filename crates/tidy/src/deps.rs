@@ -19,9 +19,9 @@
 //! a crate that line names after "never depend on".
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::{Rule, Violation, Workspace};
+use crate::{Crate, Rule, Violation, Workspace};
 
 /// The test-support crate: a dev-dependency only.
 pub const TEST_SUPPORT: &str = "testkit";
@@ -126,17 +126,20 @@ fn join(set: &BTreeSet<String>) -> String {
     set.iter().cloned().collect::<Vec<_>>().join(", ")
 }
 
-/// Every disagreement between the block and the manifests.
-pub fn check(ws: &Workspace) -> Vec<Violation> {
-    let root = PathBuf::from("Cargo.toml");
-    let at = |line: usize, message: String| Violation {
+/// A [`Rule::DependencyDirection`] violation at `line` of the root Cargo.toml.
+fn at_root(line: usize, message: String) -> Violation {
+    Violation {
         rule: Rule::DependencyDirection,
-        path: root.clone(),
+        path: PathBuf::from("Cargo.toml"),
         line,
         message,
-    };
+    }
+}
+
+/// Every disagreement between the block and the manifests.
+pub fn check(ws: &Workspace) -> Vec<Violation> {
     let Some(block) = parse_block(&ws.manifest_text) else {
-        return vec![at(
+        return vec![at_root(
             0,
             "no `# local crates` block in [workspace.dependencies]: the dependency direction \
              is not written down"
@@ -144,16 +147,30 @@ pub fn check(ws: &Workspace) -> Vec<Violation> {
         )];
     };
     let members: BTreeSet<String> = ws.crates.iter().map(|c| c.name.clone()).collect();
+    let mut out = block_lines(&block, &members);
+    let mut runtime_graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for krate in &ws.crates {
+        let runtime = manifest_against_block(krate, &block, &members, &mut out);
+        runtime_graph.insert(krate.name.clone(), runtime);
+    }
+    if let Some(images) = &block.images {
+        images_reach(images, &runtime_graph, &members, &mut out);
+    }
+    out
+}
+
+/// The block's lines on their own: each names a member, and none lists testkit at run time.
+fn block_lines(block: &Block, members: &BTreeSet<String>) -> Vec<Violation> {
     let mut out = Vec::new();
     for (name, allowed) in &block.crates {
         if !members.contains(name) {
-            out.push(at(
+            out.push(at_root(
                 allowed.line,
                 format!("names `{name}`, which is not a crate of the workspace"),
             ));
         }
         if allowed.runtime.contains(TEST_SUPPORT) {
-            out.push(at(
+            out.push(at_root(
                 allowed.line,
                 format!(
                     "`{name}` may not depend on {TEST_SUPPORT} at run time (a dev-dependency only)"
@@ -161,88 +178,116 @@ pub fn check(ws: &Workspace) -> Vec<Violation> {
             ));
         }
     }
-    let mut runtime_graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for krate in &ws.crates {
-        let manifest_path = krate.dir.join("Cargo.toml");
-        let runtime = local_deps(
-            &krate.manifest,
-            &["dependencies", "build-dependencies"],
-            &members,
-        );
-        let dev: BTreeSet<String> = local_deps(&krate.manifest, &["dev-dependencies"], &members)
-            .difference(&runtime)
-            .cloned()
-            .collect();
-        runtime_graph.insert(krate.name.clone(), runtime.clone());
-        if runtime.contains(TEST_SUPPORT) {
-            out.push(Violation {
-                rule: Rule::DependencyDirection,
-                path: manifest_path.clone(),
-                line: 0,
-                message: format!(
-                    "{TEST_SUPPORT} is a [dependencies] entry: it is a dev-dependency only"
-                ),
-            });
-        }
-        let Some(allowed) = block.crates.get(&krate.name) else {
-            out.push(at(0, format!("the block has no line for `{}`", krate.name)));
-            continue;
-        };
-        let disagree = |what: &str, block_says: &BTreeSet<String>, manifest: &BTreeSet<String>| {
-            let extra: BTreeSet<String> = manifest.difference(block_says).cloned().collect();
-            let missing: BTreeSet<String> = block_says.difference(manifest).cloned().collect();
-            let mut msgs = Vec::new();
-            if !extra.is_empty() {
-                msgs.push(format!(
-                    "{} declares {what} {} that the block's line for `{}` does not list",
-                    manifest_path.display(),
-                    join(&extra),
-                    krate.name
-                ));
-            }
-            if !missing.is_empty() {
-                msgs.push(format!(
-                    "the block lists {} as {what} of `{}`, but {} does not declare it",
-                    join(&missing),
-                    krate.name,
-                    manifest_path.display()
-                ));
-            }
-            msgs
-        };
-        for m in disagree("run-time dependencies", &allowed.runtime, &runtime) {
-            out.push(at(allowed.line, m));
-        }
-        for m in disagree("tests-only dependencies", &allowed.tests_only, &dev) {
-            out.push(at(allowed.line, m));
+    out
+}
+
+/// One crate's manifest against its line of the block (testkit never at run time, the
+/// run-time and tests-only lists exactly as written); returns its run-time local dependencies.
+fn manifest_against_block(
+    krate: &Crate,
+    block: &Block,
+    members: &BTreeSet<String>,
+    out: &mut Vec<Violation>,
+) -> BTreeSet<String> {
+    let manifest_path = krate.dir.join("Cargo.toml");
+    let runtime = local_deps(
+        &krate.manifest,
+        &["dependencies", "build-dependencies"],
+        members,
+    );
+    let dev: BTreeSet<String> = local_deps(&krate.manifest, &["dev-dependencies"], members)
+        .difference(&runtime)
+        .cloned()
+        .collect();
+    if runtime.contains(TEST_SUPPORT) {
+        out.push(Violation {
+            rule: Rule::DependencyDirection,
+            path: manifest_path.clone(),
+            line: 0,
+            message: format!(
+                "{TEST_SUPPORT} is a [dependencies] entry: it is a dev-dependency only"
+            ),
+        });
+    }
+    let Some(allowed) = block.crates.get(&krate.name) else {
+        out.push(at_root(
+            0,
+            format!("the block has no line for `{}`", krate.name),
+        ));
+        return runtime;
+    };
+    let lists = [
+        ("run-time dependencies", &allowed.runtime, &runtime),
+        ("tests-only dependencies", &allowed.tests_only, &dev),
+    ];
+    for (what, block_says, manifest) in lists {
+        for m in disagreement(what, block_says, manifest, &manifest_path, &krate.name) {
+            out.push(at_root(allowed.line, m));
         }
     }
-    if let Some((line, images, never)) = &block.images {
-        for image in images {
-            let mut seen = BTreeSet::new();
-            let mut todo = vec![image.clone()];
-            while let Some(c) = todo.pop() {
-                for d in runtime_graph.get(&c).into_iter().flatten() {
-                    if seen.insert(d.clone()) {
-                        todo.push(d.clone());
-                    }
+    runtime
+}
+
+/// What a manifest declares that the block does not list, and what the block lists that the
+/// manifest does not declare, for one kind of dependency (`what`) of crate `name`.
+fn disagreement(
+    what: &str,
+    block_says: &BTreeSet<String>,
+    manifest: &BTreeSet<String>,
+    manifest_path: &Path,
+    name: &str,
+) -> Vec<String> {
+    let extra: BTreeSet<String> = manifest.difference(block_says).cloned().collect();
+    let missing: BTreeSet<String> = block_says.difference(manifest).cloned().collect();
+    let mut msgs = Vec::new();
+    if !extra.is_empty() {
+        msgs.push(format!(
+            "{} declares {what} {} that the block's line for `{name}` does not list",
+            manifest_path.display(),
+            join(&extra),
+        ));
+    }
+    if !missing.is_empty() {
+        msgs.push(format!(
+            "the block lists {} as {what} of `{name}`, but {} does not declare it",
+            join(&missing),
+            manifest_path.display()
+        ));
+    }
+    msgs
+}
+
+/// The `# Images (...)` line: no image crate reaches, through run-time dependencies, a crate
+/// the line excludes, and every image it names is a member.
+fn images_reach(
+    (line, images, never): &(usize, BTreeSet<String>, BTreeSet<String>),
+    runtime_graph: &BTreeMap<String, BTreeSet<String>>,
+    members: &BTreeSet<String>,
+    out: &mut Vec<Violation>,
+) {
+    for image in images {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![image.clone()];
+        while let Some(c) = todo.pop() {
+            for d in runtime_graph.get(&c).into_iter().flatten() {
+                if seen.insert(d.clone()) {
+                    todo.push(d.clone());
                 }
             }
-            for bad in never.intersection(&seen) {
-                out.push(at(
-                    *line,
-                    format!("image crate `{image}` depends at run time on `{bad}`"),
-                ));
-            }
-            if !members.contains(image) {
-                out.push(at(
-                    *line,
-                    format!("names `{image}`, which is not a crate of the workspace"),
-                ));
-            }
+        }
+        for bad in never.intersection(&seen) {
+            out.push(at_root(
+                *line,
+                format!("image crate `{image}` depends at run time on `{bad}`"),
+            ));
+        }
+        if !members.contains(image) {
+            out.push(at_root(
+                *line,
+                format!("names `{image}`, which is not a crate of the workspace"),
+            ));
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -20,110 +20,131 @@ pub fn code_only(text: &str) -> String {
     blank(text, Keep::Nothing)
 }
 
+/// `text` with comments blanked, and the contents of literals too unless `keep` says so.
 fn blank(text: &str, keep: Keep) -> String {
     let b: Vec<char> = text.chars().collect();
+    let keep_literals = keep == Keep::Literals;
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
-    // Pushes b[from..to], blanked (newlines kept) unless `keep_it`.
-    let push = |out: &mut String, from: usize, to: usize, keep_it: bool| {
-        for &c in &b[from..to] {
-            out.push(if keep_it || c == '\n' { c } else { ' ' });
-        }
-    };
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
     while i < b.len() {
         let c = b[i];
         let next = b.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
+        i = if c == '/' && next == Some('/') {
             let end = b[i..]
                 .iter()
                 .position(|&c| c == '\n')
                 .map_or(b.len(), |p| i + p);
-            push(&mut out, i, end, false);
-            i = end;
+            push(&mut out, &b[i..end], false);
+            end
         } else if c == '/' && next == Some('*') {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                if b[j] == '/' && b.get(j + 1) == Some(&'*') {
-                    depth += 1;
-                    j += 2;
-                } else if b[j] == '*' && b.get(j + 1) == Some(&'/') {
-                    depth -= 1;
-                    j += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    j += 1;
-                }
-            }
-            push(&mut out, i, j.min(b.len()), false);
-            i = j.min(b.len());
-        } else if (c == 'r' || (c == 'b' && next == Some('r')))
-            && (i == 0 || !ident(b[i - 1]))
-            && raw_string_start(&b, i + usize::from(c == 'b') + 1).is_some()
-        {
-            let open = i + usize::from(c == 'b') + 1;
-            let hashes = raw_string_start(&b, open).unwrap_or(0);
-            let body = open + hashes + 1;
-            let close: String = std::iter::once('"')
-                .chain(std::iter::repeat_n('#', hashes))
-                .collect();
-            let end = find(&b, body, &close).map_or(b.len(), |p| p + close.chars().count());
-            push(&mut out, i, body, true);
-            push(
-                &mut out,
-                body,
-                end.saturating_sub(hashes + 1).max(body),
-                keep == Keep::Literals,
-            );
-            push(
-                &mut out,
-                end.saturating_sub(hashes + 1).max(body),
-                end,
-                true,
-            );
-            i = end;
+            let end = block_comment_end(&b, i);
+            push(&mut out, &b[i..end], false);
+            end
+        } else if let Some(open) = raw_string_open(&b, i) {
+            raw_string(&b, i, open, keep_literals, &mut out)
         } else if c == '"' {
-            let mut j = i + 1;
-            while j < b.len() && b[j] != '"' {
-                j += if b[j] == '\\' { 2 } else { 1 };
-            }
-            let end = (j + 1).min(b.len());
-            out.push('"');
-            push(&mut out, i + 1, j.min(b.len()), keep == Keep::Literals);
-            if j < b.len() {
-                out.push('"');
-            }
-            i = end;
+            string(&b, i, keep_literals, &mut out)
         } else if c == '\'' {
-            // A char literal ('x', '\n', '\u{1F600}') or a lifetime / label ('a).
-            let len = if next == Some('\\') {
-                b[i + 2..].iter().position(|&c| c == '\'').map(|p| p + 3)
-            } else if b.get(i + 2) == Some(&'\'') {
-                Some(3)
-            } else {
-                None
-            };
-            match len {
-                Some(len) => {
-                    out.push('\'');
-                    push(&mut out, i + 1, i + len - 1, keep == Keep::Literals);
-                    out.push('\'');
-                    i += len;
-                }
-                None => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
+            char_literal(&b, i, keep_literals, &mut out)
         } else {
             out.push(c);
-            i += 1;
-        }
+            i + 1
+        };
     }
     out
+}
+
+/// Pushes `chars`, blanked (newlines kept) unless `keep_it`.
+fn push(out: &mut String, chars: &[char], keep_it: bool) {
+    for &c in chars {
+        out.push(if keep_it || c == '\n' { c } else { ' ' });
+    }
+}
+
+/// The end of the (nested) block comment opening at `b[at]`.
+fn block_comment_end(b: &[char], at: usize) -> usize {
+    let mut depth = 0usize;
+    let mut j = at;
+    while j < b.len() {
+        if b[j] == '/' && b.get(j + 1) == Some(&'*') {
+            depth += 1;
+            j += 2;
+        } else if b[j] == '*' && b.get(j + 1) == Some(&'/') {
+            depth -= 1;
+            j += 2;
+            if depth == 0 {
+                break;
+            }
+        } else {
+            j += 1;
+        }
+    }
+    j.min(b.len())
+}
+
+/// When a raw string (`r#"`, `br"`, ...) starts at `b[at]`, where its `#`s begin.
+fn raw_string_open(b: &[char], at: usize) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let c = b[at];
+    let byte = c == 'b' && b.get(at + 1) == Some(&'r');
+    let open = at + usize::from(byte) + 1;
+    ((c == 'r' || byte) && (at == 0 || !ident(b[at - 1])) && raw_string_start(b, open).is_some())
+        .then_some(open)
+}
+
+/// Pushes the raw string starting at `b[at]` (its `#`s at `open`), its contents blanked
+/// unless `keep_literals`; returns the index past it.
+fn raw_string(b: &[char], at: usize, open: usize, keep_literals: bool, out: &mut String) -> usize {
+    let hashes = raw_string_start(b, open).unwrap_or(0);
+    let body = open + hashes + 1;
+    let close: String = std::iter::once('"')
+        .chain(std::iter::repeat_n('#', hashes))
+        .collect();
+    let end = find(b, body, &close).map_or(b.len(), |p| p + close.chars().count());
+    let body_end = end.saturating_sub(hashes + 1).max(body);
+    push(out, &b[at..body], true);
+    push(out, &b[body..body_end], keep_literals);
+    push(out, &b[body_end..end], true);
+    end
+}
+
+/// Pushes the string literal starting at `b[at]`, its contents blanked unless
+/// `keep_literals`; returns the index past it.
+fn string(b: &[char], at: usize, keep_literals: bool, out: &mut String) -> usize {
+    let mut j = at + 1;
+    while j < b.len() && b[j] != '"' {
+        j += if b[j] == '\\' { 2 } else { 1 };
+    }
+    out.push('"');
+    push(out, &b[at + 1..j.min(b.len())], keep_literals);
+    if j < b.len() {
+        out.push('"');
+    }
+    (j + 1).min(b.len())
+}
+
+/// Pushes the char literal ('x', '\n', '\u{1F600}') starting at `b[at]`, its contents blanked
+/// unless `keep_literals`, or the quote of a lifetime or label ('a); returns the index past it.
+fn char_literal(b: &[char], at: usize, keep_literals: bool, out: &mut String) -> usize {
+    let len = if b.get(at + 1) == Some(&'\\') {
+        b[at + 2..].iter().position(|&c| c == '\'').map(|p| p + 3)
+    } else if b.get(at + 2) == Some(&'\'') {
+        Some(3)
+    } else {
+        None
+    };
+    match len {
+        Some(len) => {
+            out.push('\'');
+            push(out, &b[at + 1..at + len - 1], keep_literals);
+            out.push('\'');
+            at + len
+        }
+        None => {
+            out.push('\'');
+            at + 1
+        }
+    }
 }
 
 /// When `b[at..]` opens a raw string (`#*"`), the number of `#`.

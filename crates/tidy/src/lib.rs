@@ -17,11 +17,17 @@
 //! - [`Rule::ModuleDoc`] ([`source`]): every `.rs` file of a crate starts with a `//!` line.
 //! - [`Rule::ErrorContext`] ([`errors`]): a thiserror message never prints the field that is
 //!   also the error's source (the cause would print twice in labctl's `{e:#}` chain).
+//! - [`Rule::ModuleCycle`] ([`cycles`]): no cycle between the top-level modules of a crate's
+//!   `src/` (edges are `crate::x` paths outside test code); small modules with one direction.
+//! - [`Rule::LongFunction`] ([`long_fns`]): no function outside test code over 100 lines
+//!   unless a `// Long on purpose:` comment above it says why.
 
+pub mod cycles;
 pub mod deps;
 pub mod docker;
 pub mod errors;
 pub mod lexer;
+pub mod long_fns;
 pub mod source;
 pub mod tree;
 
@@ -40,6 +46,8 @@ pub enum Rule {
     DockerGate,
     ModuleDoc,
     ErrorContext,
+    ModuleCycle,
+    LongFunction,
 }
 
 /// One broken rule, at a place in the tree.
@@ -88,6 +96,8 @@ pub fn check(root: &Path) -> Result<Vec<Violation>, TidyError> {
     found.extend(source::check(&ws));
     found.extend(docker::check(&ws));
     found.extend(errors::check(&ws));
+    found.extend(cycles::check(&ws));
+    found.extend(long_fns::check(&ws));
     found.sort_by(|a, b| (&a.path, a.line, a.rule).cmp(&(&b.path, b.line, b.rule)));
     Ok(found)
 }

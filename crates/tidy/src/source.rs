@@ -31,99 +31,141 @@ pub const STRING_ERROR_ALLOWED: &[(&str, &str)] = &[(
          status and code (the model change rewrites this file)",
 )];
 
+/// Every violation of this module's rules.
 pub fn check(ws: &Workspace) -> Vec<Violation> {
     let mut out = Vec::new();
-    let mut unsafe_seen: Vec<(PathBuf, usize)> = Vec::new();
+    let mut unsafe_seen: BTreeSet<PathBuf> = BTreeSet::new();
     let mut string_error_files: BTreeSet<PathBuf> = BTreeSet::new();
     for krate in &ws.crates {
         let test_files = test_only_files(krate);
-        let binary_uses_anyhow = krate
-            .files
-            .iter()
-            .any(|f| f.kind == Kind::Binary && word_offsets(&f.code, "anyhow").next().is_some());
-        if declares(&krate.manifest, "dependencies", "anyhow") && !binary_uses_anyhow {
-            out.push(Violation {
-                rule: Rule::Anyhow,
-                path: krate.dir.join("Cargo.toml"),
-                line: 0,
-                message: if krate.has_lib {
-                    "declares anyhow in [dependencies] but no binary of the crate uses it \
-                     (anyhow is for a binary's main; libraries use thiserror)"
-                        .into()
-                } else {
-                    "declares anyhow in [dependencies] but does not use it".into()
-                },
-            });
-        }
+        anyhow_declared(krate, &mut out);
         for file in &krate.files {
             module_doc(file, &mut out);
-            let hits: Vec<usize> = word_offsets(&file.code, "unsafe")
-                .chain(allow_unsafe(&file.code))
-                .collect();
-            if !hits.is_empty() {
-                unsafe_seen.push((file.path.clone(), hits.len()));
-                let allowed = UNSAFE_ALLOWED
-                    .iter()
-                    .find(|(p, _, _)| Path::new(p) == file.path);
-                // Each allowed `unsafe` comes with its `#[allow(unsafe_code)]`.
-                let limit = allowed.map_or(0, |(_, n, _)| 2 * n);
-                if hits.len() > limit {
-                    for &at in &hits {
-                        out.push(Violation {
-                            rule: Rule::Unsafe,
-                            path: file.path.clone(),
-                            line: line_of(&file.code, at),
-                            message: "`unsafe` outside the documented allowances \
-                                      (tidy::source::UNSAFE_ALLOWED)"
-                                .into(),
-                        });
-                    }
-                }
+            if unsafe_tokens(file, &mut out) > 0 {
+                unsafe_seen.insert(file.path.clone());
             }
             if file.kind != Kind::Library || test_files.contains(&file.in_crate) {
                 continue;
             }
             let tests = test_ranges(&file.code);
-            let in_tests = |at: usize| tests.iter().any(|r| r.contains(&at));
-            for at in word_offsets(&file.code, "anyhow").filter(|&at| !in_tests(at)) {
-                out.push(Violation {
-                    rule: Rule::Anyhow,
-                    path: file.path.clone(),
-                    line: line_of(&file.code, at),
-                    message: "anyhow in a library (allowed only in a binary's main.rs / bin/; \
-                              use a thiserror enum)"
-                        .into(),
-                });
-            }
-            let string_errors: Vec<usize> = string_results(&file.code)
-                .into_iter()
-                .filter(|&at| !in_tests(at))
-                .collect();
-            if string_errors.is_empty() {
-                continue;
-            }
-            string_error_files.insert(file.path.clone());
-            if STRING_ERROR_ALLOWED
-                .iter()
-                .any(|(p, _)| Path::new(p) == file.path)
-            {
-                continue;
-            }
-            for at in string_errors {
-                out.push(Violation {
-                    rule: Rule::StringError,
-                    path: file.path.clone(),
-                    line: line_of(&file.code, at),
-                    message: "`Result<_, String>` in library code: return a thiserror enum \
-                              that keeps the cause"
-                        .into(),
-                });
+            anyhow_in_library(file, &tests, &mut out);
+            if string_errors(file, &tests, &mut out) {
+                string_error_files.insert(file.path.clone());
             }
         }
     }
+    stale_allowances(ws, &unsafe_seen, &string_error_files, &mut out);
+    unsafe_lint(ws, &mut out);
+    out
+}
+
+/// [`Rule::Anyhow`]: the crate declares anyhow in `[dependencies]` but no binary of it uses it.
+fn anyhow_declared(krate: &Crate, out: &mut Vec<Violation>) {
+    let binary_uses_anyhow = krate
+        .files
+        .iter()
+        .any(|f| f.kind == Kind::Binary && word_offsets(&f.code, "anyhow").next().is_some());
+    if declares(&krate.manifest, "dependencies", "anyhow") && !binary_uses_anyhow {
+        out.push(Violation {
+            rule: Rule::Anyhow,
+            path: krate.dir.join("Cargo.toml"),
+            line: 0,
+            message: if krate.has_lib {
+                "declares anyhow in [dependencies] but no binary of the crate uses it \
+                 (anyhow is for a binary's main; libraries use thiserror)"
+                    .into()
+            } else {
+                "declares anyhow in [dependencies] but does not use it".into()
+            },
+        });
+    }
+}
+
+/// [`Rule::Unsafe`]: every `unsafe` of the file when it has more than its allowance; returns
+/// how many `unsafe` (and `allow(unsafe_code)`) it has.
+fn unsafe_tokens(file: &SourceFile, out: &mut Vec<Violation>) -> usize {
+    let hits: Vec<usize> = word_offsets(&file.code, "unsafe")
+        .chain(allow_unsafe(&file.code))
+        .collect();
+    if hits.is_empty() {
+        return 0;
+    }
+    let allowed = UNSAFE_ALLOWED
+        .iter()
+        .find(|(p, _, _)| Path::new(p) == file.path);
+    // Each allowed `unsafe` comes with its `#[allow(unsafe_code)]`.
+    let limit = allowed.map_or(0, |(_, n, _)| 2 * n);
+    if hits.len() > limit {
+        for &at in &hits {
+            out.push(Violation {
+                rule: Rule::Unsafe,
+                path: file.path.clone(),
+                line: line_of(&file.code, at),
+                message: "`unsafe` outside the documented allowances \
+                          (tidy::source::UNSAFE_ALLOWED)"
+                    .into(),
+            });
+        }
+    }
+    hits.len()
+}
+
+/// [`Rule::Anyhow`]: `anyhow` in a library file, outside its test code (`tests`).
+fn anyhow_in_library(file: &SourceFile, tests: &[Range<usize>], out: &mut Vec<Violation>) {
+    let in_tests = |at: usize| tests.iter().any(|r| r.contains(&at));
+    for at in word_offsets(&file.code, "anyhow").filter(|&at| !in_tests(at)) {
+        out.push(Violation {
+            rule: Rule::Anyhow,
+            path: file.path.clone(),
+            line: line_of(&file.code, at),
+            message: "anyhow in a library (allowed only in a binary's main.rs / bin/; \
+                      use a thiserror enum)"
+                .into(),
+        });
+    }
+}
+
+/// [`Rule::StringError`]: `Result<_, String>` in a library file outside its test code
+/// (`tests`), unless the file is allowed; returns whether it has any.
+fn string_errors(file: &SourceFile, tests: &[Range<usize>], out: &mut Vec<Violation>) -> bool {
+    let in_tests = |at: usize| tests.iter().any(|r| r.contains(&at));
+    let string_errors: Vec<usize> = string_results(&file.code)
+        .into_iter()
+        .filter(|&at| !in_tests(at))
+        .collect();
+    if string_errors.is_empty() {
+        return false;
+    }
+    if STRING_ERROR_ALLOWED
+        .iter()
+        .any(|(p, _)| Path::new(p) == file.path)
+    {
+        return true;
+    }
+    for at in string_errors {
+        out.push(Violation {
+            rule: Rule::StringError,
+            path: file.path.clone(),
+            line: line_of(&file.code, at),
+            message: "`Result<_, String>` in library code: return a thiserror enum \
+                      that keeps the cause"
+                .into(),
+        });
+    }
+    true
+}
+
+/// An allowance whose file no longer needs it ([`UNSAFE_ALLOWED`] against the files with
+/// `unsafe`, [`STRING_ERROR_ALLOWED`] against those with `Result<_, String>`).
+fn stale_allowances(
+    ws: &Workspace,
+    unsafe_seen: &BTreeSet<PathBuf>,
+    string_error_files: &BTreeSet<PathBuf>,
+    out: &mut Vec<Violation>,
+) {
     for (path, _, why) in UNSAFE_ALLOWED {
         let path = Path::new(path);
-        if ws.root.join(path).exists() && !unsafe_seen.iter().any(|(p, _)| p == path) {
+        if ws.root.join(path).exists() && !unsafe_seen.contains(path) {
             out.push(Violation {
                 rule: Rule::Unsafe,
                 path: path.to_path_buf(),
@@ -145,8 +187,6 @@ pub fn check(ws: &Workspace) -> Vec<Violation> {
             });
         }
     }
-    unsafe_lint(ws, &mut out);
-    out
 }
 
 fn declares(manifest: &toml::Table, table: &str, dep: &str) -> bool {
@@ -292,10 +332,49 @@ fn cfg_test_items(code: &str) -> Vec<(usize, usize, bool)> {
     out
 }
 
-/// Files (relative to the crate) that are test code as a whole: `#[cfg(test)] mod x;`.
+/// Files (relative to the crate) that are test code as a whole: `#[cfg(test)] mod x;` of a
+/// library file.
 fn test_only_files(krate: &Crate) -> BTreeSet<PathBuf> {
+    cfg_test_module_files(
+        krate,
+        krate.files.iter().filter(|f| f.kind == Kind::Library),
+    )
+}
+
+/// Files (relative to the crate) that are test code as a whole: a `#[cfg(test)] mod x;` of
+/// any `src/` file, and every file of the modules under such a file.
+pub fn test_code_files(krate: &Crate) -> BTreeSet<PathBuf> {
+    let declared =
+        cfg_test_module_files(krate, krate.files.iter().filter(|f| f.kind != Kind::Test));
+    // `src/a/tests.rs` and `src/a/tests/mod.rs` hold their child modules under `src/a/tests/`.
+    let child_dirs: Vec<PathBuf> = declared
+        .iter()
+        .filter_map(|f| {
+            let parent = f.parent()?;
+            let stem = f.file_stem()?;
+            Some(if stem == "mod" {
+                parent.to_path_buf()
+            } else {
+                parent.join(stem)
+            })
+        })
+        .collect();
+    let mut out = declared;
+    for file in &krate.files {
+        if child_dirs.iter().any(|d| file.in_crate.starts_with(d)) {
+            out.insert(file.in_crate.clone());
+        }
+    }
+    out
+}
+
+/// The files the `#[cfg(test)] mod x;` items of `files` load.
+fn cfg_test_module_files<'a>(
+    krate: &Crate,
+    files: impl Iterator<Item = &'a SourceFile>,
+) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
-    for file in krate.files.iter().filter(|f| f.kind == Kind::Library) {
+    for file in files {
         for (start, end, inline) in cfg_test_items(&file.code) {
             if inline {
                 continue;

@@ -320,3 +320,120 @@ fn a_cause_printed_twice_fails() {
     });
     assert_eq!(found.len(), 1, "{found:?}");
 }
+
+/// Plants something in a clean tree that keeps every rule; the tree stays clean.
+fn kept(plant: impl FnOnce(&Path)) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    clean_tree(dir.path());
+    plant(dir.path());
+    assert_eq!(check(dir.path()), Vec::<Violation>::new());
+}
+
+/// Declares modules `a` and `b` in core's library with these texts.
+fn two_modules(root: &Path, a: &str, b: &str) {
+    edit(
+        root,
+        "crates/core/src/lib.rs",
+        "pub fn f()",
+        "pub mod a;\npub mod b;\npub fn f()",
+    );
+    write(root, "crates/core/src/a.rs", a);
+    write(root, "crates/core/src/b/mod.rs", "//! B.\npub mod inner;\n");
+    write(root, "crates/core/src/b/inner.rs", b);
+}
+
+#[test]
+fn a_module_cycle_fails() {
+    let found = planted(Rule::ModuleCycle, |root| {
+        two_modules(
+            root,
+            "//! A.\nuse crate::b::inner::B;\npub struct A(pub B);\n",
+            "//! B, inside.\npub struct B;\npub fn a() -> crate::a::A {\n    crate::a::A(B)\n}\n",
+        );
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    let v = &found[0];
+    assert_eq!(
+        (v.path.to_str(), v.line),
+        (Some("crates/core/src/a.rs"), 2),
+        "{v:?}"
+    );
+    assert!(
+        v.message.contains(
+            "a -> b -> a (a -> b at crates/core/src/a.rs:2, b -> a at crates/core/src/b/inner.rs:3)"
+        ),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_module_named_only_in_comments_strings_and_tests_is_no_cycle() {
+    kept(|root| {
+        two_modules(
+            root,
+            "//! A.\nuse crate::b::inner::B;\npub struct A(pub B);\n",
+            "//! B, inside; see [`crate::a::A`].\npub struct B;\n\
+             // crate::a::A would make a cycle.\n\
+             pub fn name() -> &'static str { \"crate::a::A\" }\n\
+             #[cfg(test)]\nmod tests {\n    use crate::a::A;\n}\n",
+        );
+    });
+}
+
+/// A function `name` of `lines` lines, from its `fn` line to its closing brace.
+fn function(name: &str, lines: usize) -> String {
+    let body = "    let _ = 1;\n".repeat(lines - 2);
+    format!("pub fn {name}() {{\n{body}}}\n")
+}
+
+#[test]
+fn a_long_function_fails() {
+    let found = planted(Rule::LongFunction, |root| {
+        let text = format!("//! Long.\n/// Does a lot.\n{}", function("long", 101));
+        edit(
+            root,
+            "crates/core/src/lib.rs",
+            "pub fn f()",
+            "pub mod long;\npub fn f()",
+        );
+        write(root, "crates/core/src/long.rs", &text);
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].line, 3, "{found:?}");
+    assert!(
+        found[0].message.contains("fn `long` is 101 lines long"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_long_function_that_says_why_or_is_a_test_is_kept() {
+    kept(|root| {
+        let text = format!(
+            "//! Long.\n// Long on purpose: one table, read top to bottom.\n/// Does a lot.\n\
+             #[allow(clippy::too_many_lines)]\n{}{}#[tokio::test]\n{}\
+             #[cfg(test)]\nmod tests {{\n{}}}\n",
+            function("long", 101),
+            function("at_the_limit", 100),
+            function("a_test", 120),
+            function("in_tests", 150)
+        );
+        edit(
+            root,
+            "crates/core/src/lib.rs",
+            "pub fn f()",
+            "pub mod long;\n#[cfg(test)]\nmod long_tests;\npub fn f()",
+        );
+        write(root, "crates/core/src/long.rs", &text);
+        write(
+            root,
+            "crates/core/src/long_tests.rs",
+            &format!("//! Tests in a file.\n{}", function("in_a_test_file", 150)),
+        );
+        write(
+            root,
+            "crates/core/tests/long.rs",
+            &format!("//! A test target.\n{}", function("long_target", 150)),
+        );
+    });
+}

@@ -333,6 +333,54 @@ fn output(outputs: &BTreeMap<String, String>, name: &str) -> anyhow::Result<Stri
 }
 
 pub fn run(a: Args) -> anyhow::Result<u8> {
+    let (template, params) = infra_files(&a)?;
+    let expires = a.expires_at.clone().unwrap_or_else(default_expiry);
+    if chrono::NaiveDate::parse_from_str(&expires, "%Y-%m-%d").is_err() {
+        bail!("--expires-at {expires}: expected a date as YYYY-MM-DD");
+    }
+
+    progress("checking the Azure CLI login (az account show)");
+    let (sub, sub_name) = account()?;
+    progress(&format!("subscription {sub_name} ({sub})"));
+
+    let local_images = local_images(&a)?;
+    create_resource_group(&a, &expires)?;
+
+    let fixed = deployment_parameters(&a, &template, &params, &expires);
+    progress(
+        "deployment pass 1 of 2: registry, identities, workspace, environment; no jobs yet \
+         (a few minutes the first time)",
+    );
+    let outputs = deploy_pass(&a, &fixed, false)?;
+    let login_server = output(&outputs, "registryLoginServer")?;
+    push_images(&a, &outputs, &login_server, &local_images)?;
+
+    progress("deployment pass 2 of 2: the jobs (their images are in the registry now)");
+    let outputs = deploy_pass(&a, &fixed, true)?;
+    let workspace = output(&outputs, "workspaceCustomerId")?;
+    let pull_identity = output(&outputs, "pullIdentityId")?;
+    for job in ["loadgenJobName", "samplerJobName", "auditJobName"] {
+        let name = output(&outputs, job)?;
+        progress(&format!("job {name}"));
+    }
+
+    let deployed = Deployed {
+        subscription: sub,
+        login_server,
+        workspace,
+        pull_identity,
+        outputs,
+    };
+    write_state(&a.state, &state_file(&a, expires, deployed))?;
+    progress(&format!(
+        "done: outputs in {}; next: eval \"$(labctl azure-env)\" && labctl lab run LAB --target azure",
+        a.state.display()
+    ));
+    Ok(exit::HELD)
+}
+
+/// infra/main.bicep and infra/main.parameters.json, or an error saying how to point at them.
+fn infra_files(a: &Args) -> anyhow::Result<(PathBuf, PathBuf)> {
     let infra = a
         .infra
         .clone()
@@ -348,15 +396,12 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
             );
         }
     }
-    let expires = a.expires_at.clone().unwrap_or_else(default_expiry);
-    if chrono::NaiveDate::parse_from_str(&expires, "%Y-%m-%d").is_err() {
-        bail!("--expires-at {expires}: expected a date as YYYY-MM-DD");
-    }
+    Ok((template, params))
+}
 
-    progress("checking the Azure CLI login (az account show)");
-    let (sub, sub_name) = account()?;
-    progress(&format!("subscription {sub_name} ({sub})"));
-
+/// Checks Docker, builds the images (unless --skip-build), and returns the local names of the
+/// images to push (`probelab/<img>:<tag>`), every one of which exists.
+fn local_images(a: &Args) -> anyhow::Result<Vec<String>> {
     progress("checking Docker (docker info)");
     check_docker()?;
     if a.skip_build {
@@ -382,7 +427,11 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
             missing.join(", ")
         );
     }
+    Ok(local_images)
+}
 
+/// `az group create`, tagged with the expiry and labctl as its manager.
+fn create_resource_group(a: &Args, expires: &str) -> anyhow::Result<()> {
     progress(&format!(
         "resource group {} in {}",
         a.resource_group, a.location
@@ -403,7 +452,12 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
             "none",
         ],
     )?;
+    Ok(())
+}
 
+/// The arguments both deployment passes share: the template, its parameters file, and the
+/// parameters labctl sets.
+fn deployment_parameters(a: &Args, template: &Path, params: &Path, expires: &str) -> Vec<String> {
     let mut fixed = vec![
         "-f".to_owned(),
         template.display().to_string(),
@@ -418,45 +472,57 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     if let Some(r) = &a.registry {
         fixed.push(format!("registryName={r}"));
     }
-    progress(
-        "deployment pass 1 of 2: registry, identities, workspace, environment; no jobs yet \
-         (a few minutes the first time)",
-    );
-    let outputs = deploy_pass(&a, &fixed, false)?;
-    let login_server = output(&outputs, "registryLoginServer")?;
+    fixed
+}
+
+/// `az acr login` to pass 1's registry, then `docker tag` and `docker push` of each image.
+fn push_images(
+    a: &Args,
+    outputs: &BTreeMap<String, String>,
+    login_server: &str,
+    local_images: &[String],
+) -> anyhow::Result<()> {
     let registry = outputs
         .get("registryName")
         .cloned()
         .or_else(|| login_server.split('.').next().map(str::to_owned))
         .unwrap_or_default();
-
     progress(&format!("az acr login -n {registry}"));
     run_tool("az", &["acr", "login", "-n", &registry])?;
-    for (name, local) in IMAGES.iter().zip(&local_images) {
+    for (name, local) in IMAGES.iter().zip(local_images) {
         let remote = format!("{login_server}/probelab/{name}:{}", a.image_tag);
         progress(&format!("pushing {remote}"));
         run_tool("docker", &["tag", local, &remote])?;
         run_tool("docker", &["push", &remote])?;
     }
+    Ok(())
+}
 
-    progress("deployment pass 2 of 2: the jobs (their images are in the registry now)");
-    let outputs = deploy_pass(&a, &fixed, true)?;
-    let workspace = output(&outputs, "workspaceCustomerId")?;
-    let pull_identity = output(&outputs, "pullIdentityId")?;
-    for job in ["loadgenJobName", "samplerJobName", "auditJobName"] {
-        let name = output(&outputs, job)?;
-        progress(&format!("job {name}"));
-    }
+/// Where the deployment put things: the subscription, the registry's login server, the Log
+/// Analytics workspace, the pull identity, and every output of pass 2.
+struct Deployed {
+    subscription: String,
+    login_server: String,
+    workspace: String,
+    pull_identity: String,
+    outputs: BTreeMap<String, String>,
+}
 
+/// The state file: the variables `lab run --target azure` reads, then the deployment's
+/// location, image tag, expiry and outputs.
+fn state_file(a: &Args, expires: String, d: Deployed) -> Value {
     let mut state = serde_json::Map::new();
     for (k, v) in [
-        ("SUBSCRIPTION_ID", sub.clone()),
+        ("SUBSCRIPTION_ID", d.subscription),
         ("RESOURCE_GROUP", a.resource_group.clone()),
-        ("LOG_ANALYTICS_WORKSPACE_ID", workspace),
+        ("LOG_ANALYTICS_WORKSPACE_ID", d.workspace),
         ("PROBELAB_BASE_NAME", a.base_name.clone()),
-        ("PROBELAB_IMAGE_PREFIX", format!("{login_server}/probelab/")),
-        ("PROBELAB_REGISTRY_SERVER", login_server.clone()),
-        ("PROBELAB_PULL_IDENTITY_ID", pull_identity),
+        (
+            "PROBELAB_IMAGE_PREFIX",
+            format!("{}/probelab/", d.login_server),
+        ),
+        ("PROBELAB_REGISTRY_SERVER", d.login_server),
+        ("PROBELAB_PULL_IDENTITY_ID", d.pull_identity),
     ] {
         state.insert(k.into(), Value::String(v));
     }
@@ -466,18 +532,13 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
     state.insert(
         "outputs".into(),
         Value::Object(
-            outputs
+            d.outputs
                 .into_iter()
                 .map(|(k, v)| (k, Value::String(v)))
                 .collect(),
         ),
     );
-    write_state(&a.state, &Value::Object(state))?;
-    progress(&format!(
-        "done: outputs in {}; next: eval \"$(labctl azure-env)\" && labctl lab run LAB --target azure",
-        a.state.display()
-    ));
-    Ok(exit::HELD)
+    Value::Object(state)
 }
 
 fn write_state(path: &Path, v: &Value) -> anyhow::Result<()> {

@@ -528,6 +528,29 @@ fn run_lab(a: RunArgs) -> anyhow::Result<u8> {
 }
 
 fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
+    let out_dir = a.out.clone();
+    let dashboard = a.dashboard;
+    let opts = run_options(a, lab)?;
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let stopper = opts.clone();
+    rt.block_on(async move {
+        // Installed before the run starts: from here on SIGTERM/SIGHUP never kill labctl
+        // outright (which would leave every container behind).
+        forward_signals(stopper);
+        let live = match dashboard {
+            Some(addr) => Some(start_dashboard(addr, out_dir).await?),
+            None => None,
+        };
+        let out = runner::run_lab(opts).await;
+        if let Some(d) = live {
+            d.stop();
+        }
+        Ok(report_outcome(out?))
+    })
+}
+
+/// The runner's options for `lab run` of the resolved lab file `lab`.
+fn run_options(a: RunArgs, lab: PathBuf) -> anyhow::Result<RunOptions> {
     let target = match a.target {
         Target::Azure => TargetChoice::Azure,
         Target::Local => TargetChoice::Local(match a.runtime {
@@ -544,8 +567,6 @@ fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
             },
         }),
     };
-    let out_dir = a.out.clone();
-    let dashboard = a.dashboard;
     let mut opts = RunOptions::new(lab, &a.profile, target, a.out);
     opts.ready_timeout = a.ready_timeout;
     opts.start_mode = a.mode;
@@ -559,83 +580,85 @@ fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
         Progress::Plain => ProgressMode::Plain,
         Progress::Quiet => ProgressMode::Quiet,
     };
-    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let stopper = opts.clone();
-    rt.block_on(async move {
-        // Installed before the run starts: from here on SIGTERM/SIGHUP never kill labctl
-        // outright (which would leave every container behind).
-        let mut signals = super::signals::Signals::new();
-        tokio::spawn(async move {
-            let mut seen = 0;
-            while let Some(name) = signals.next().await {
-                seen += 1;
-                if seen == 1 {
-                    eprintln!(
-                        "labctl: {name}: stopping jobs and localplane (containers get their grace \
-                         periods), keeping the partial pack; a second signal skips the grace"
-                    );
-                    stopper.interrupt(name, false);
-                } else {
-                    eprintln!(
-                        "labctl: {name} again: killing the containers without grace (they are \
-                         still removed)"
-                    );
-                    stopper.interrupt(name, true);
-                }
-            }
-        });
-        let live = match dashboard {
-            Some(addr) => {
-                let before: HashSet<OsString> = std::fs::read_dir(&out_dir)
-                    .map(|rd| rd.filter_map(Result::ok).map(|e| e.file_name()).collect())
-                    .unwrap_or_default();
-                let d = super::dashboard::Dashboard::start(addr, out_dir, before, None).await?;
+    Ok(opts)
+}
+
+/// Turns SIGINT/SIGTERM/SIGHUP into a clean stop of the run (a second one also cuts the
+/// containers' grace periods short); must be called inside the runtime.
+fn forward_signals(stopper: RunOptions) {
+    let mut signals = super::signals::Signals::new();
+    tokio::spawn(async move {
+        let mut seen = 0;
+        while let Some(name) = signals.next().await {
+            seen += 1;
+            if seen == 1 {
                 eprintln!(
-                    "dashboard: http://{}/ (the pack so far, reloaded every window; stops with the run)",
-                    d.addr()
+                    "labctl: {name}: stopping jobs and localplane (containers get their grace \
+                     periods), keeping the partial pack; a second signal skips the grace"
                 );
-                Some(d)
+                stopper.interrupt(name, false);
+            } else {
+                eprintln!(
+                    "labctl: {name} again: killing the containers without grace (they are \
+                     still removed)"
+                );
+                stopper.interrupt(name, true);
             }
-            None => None,
-        };
-        let out = runner::run_lab(opts).await;
-        if let Some(d) = live {
-            d.stop();
         }
-        let out = out?;
-        eprintln!("wall time: {:.0} s", out.wall.as_secs_f64());
-        if let Some(e) = out.error {
+    });
+}
+
+/// Starts `--dashboard` on `addr`, serving the pack the run is about to create under `out_dir`.
+async fn start_dashboard(
+    addr: std::net::SocketAddr,
+    out_dir: PathBuf,
+) -> anyhow::Result<super::dashboard::Dashboard> {
+    let before: HashSet<OsString> = std::fs::read_dir(&out_dir)
+        .map(|rd| rd.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    let d = super::dashboard::Dashboard::start(addr, out_dir, before, None).await?;
+    eprintln!(
+        "dashboard: http://{}/ (the pack so far, reloaded every window; stops with the run)",
+        d.addr()
+    );
+    Ok(d)
+}
+
+/// Prints how the run ended (an early stop, the summary, lost log rows) and returns its exit
+/// code: the verdict's, or an error.
+fn report_outcome(out: runner::RunOutcome) -> u8 {
+    eprintln!("wall time: {:.0} s", out.wall.as_secs_f64());
+    if let Some(e) = out.error {
+        eprintln!(
+            "labctl: the run stopped early: {e}\npartial evidence (runs.json incomplete): {}\n\
+             analyse what there is with: labctl analyze {}",
+            out.pack.display(),
+            out.pack.display()
+        );
+        return exit::ERROR;
+    }
+    let Some(an) = out.analysis else {
+        return exit::ERROR;
+    };
+    super::analyze::print_summary(&an, &out.pack);
+    if !out.record.log_write_failures.is_empty() {
+        for f in &out.record.log_write_failures {
             eprintln!(
-                "labctl: the run stopped early: {e}\npartial evidence (runs.json incomplete): {}\n\
-                 analyse what there is with: labctl analyze {}",
-                out.pack.display(),
-                out.pack.display()
+                "labctl: error: log rows lost: {}: {} (from {}; {} rows); recorded in \
+                 runs.json log_write_failures, the pack is incomplete",
+                out.pack.join(&f.file).display(),
+                f.error,
+                f.first_failed_ts,
+                f.rows_lost
             );
-            return Ok(exit::ERROR);
         }
-        let Some(an) = out.analysis else {
-            return Ok(exit::ERROR);
-        };
-        super::analyze::print_summary(&an, &out.pack);
-        if !out.record.log_write_failures.is_empty() {
-            for f in &out.record.log_write_failures {
-                eprintln!(
-                    "labctl: error: log rows lost: {}: {} (from {}; {} rows); recorded in \
-                     runs.json log_write_failures, the pack is incomplete",
-                    out.pack.join(&f.file).display(),
-                    f.error,
-                    f.first_failed_ts,
-                    f.rows_lost
-                );
-            }
-            return Ok(exit::ERROR);
-        }
-        Ok(match an.verdict.verdict {
-            analysis::Outcome::Held => exit::HELD,
-            analysis::Outcome::Falsified => exit::FALSIFIED,
-            analysis::Outcome::Invalid => exit::INVALID,
-        })
-    })
+        return exit::ERROR;
+    }
+    match an.verdict.verdict {
+        analysis::Outcome::Held => exit::HELD,
+        analysis::Outcome::Falsified => exit::FALSIFIED,
+        analysis::Outcome::Invalid => exit::INVALID,
+    }
 }
 
 #[cfg(test)]
