@@ -219,7 +219,7 @@ impl Actor {
                 r = self.request(Method::GET, app, path, None, SATURATE_LIMIT) => {
                     r.map(|(s, body)| (Some(s), format!("GET {path}: {}", truncate(&body, 200))))
                 }
-                _ = cancel.cancelled() => Err(format!("GET {path}: interrupted")),
+                _ = cancel.cancelled() => Err(ActionFailure::from(format!("GET {path}: interrupted"))),
             }
         })
         .await
@@ -313,7 +313,7 @@ impl Actor {
         path: &str,
         body: Option<&Value>,
         timeout: Duration,
-    ) -> Result<(u16, String), String> {
+    ) -> Result<(u16, String), ActionFailure> {
         self.request(Method::POST, app, path, body, timeout).await
     }
 
@@ -324,12 +324,12 @@ impl Actor {
         path: &str,
         body: Option<&Value>,
         timeout: Duration,
-    ) -> Result<(u16, String), String> {
+    ) -> Result<(u16, String), ActionFailure> {
         let base = self
             .target
             .app_host_url(app)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| ActionFailure::from(e.to_string()))?;
         let mut req = self
             .http
             .request(method, format!("{base}{path}"))
@@ -340,9 +340,15 @@ impl Actor {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req.send().await.map_err(|e| error_chain(&e))?;
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| ActionFailure::from(error_chain(&e)))?;
         let status = resp.status().as_u16();
-        let text = resp.text().await.map_err(|e| error_chain(&e))?;
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| ActionFailure::from(error_chain(&e)))?;
         Ok((status, text))
     }
 }

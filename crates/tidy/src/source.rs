@@ -21,15 +21,10 @@ pub const UNSAFE_ALLOWED: &[(&str, usize, &str)] = &[(
      safe constructors are deprecated as unsound (tokio-rs/tokio#8587)",
 )];
 
-/// Library files still allowed a `Result<_, String>`, each with why. Issue 16 moves these files
-/// to the one typed model of Microsoft.App (another change of the same issue); the lead removes
-/// each line when that change lands. An entry whose file has no `Result<_, String>` left is a
-/// violation too, so the list only shrinks.
-pub const STRING_ERROR_ALLOWED: &[(&str, &str)] = &[(
-    "crates/runner/src/actions.rs",
-    "issue 16: runner changes apps through arm's typed helpers and keeps ArmError's \
-         status and code (the model change rewrites this file)",
-)];
+/// Library files still allowed a `Result<_, String>`, each with why (`(path, reason)`). None is
+/// left since issue 16's typed model landed; an entry whose file has no `Result<_, String>` is a
+/// violation too, so the list can only shrink.
+pub const STRING_ERROR_ALLOWED: &[(&str, &str)] = &[];
 
 /// Every violation of this module's rules.
 pub fn check(ws: &Workspace) -> Vec<Violation> {
