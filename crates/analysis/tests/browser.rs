@@ -107,16 +107,7 @@ fn page_requests(net_log: &Path) -> Vec<String> {
 
 fn quick_pack() -> (tempfile::TempDir, PathBuf) {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quick-rollout-pack");
-    let dir = tempfile::tempdir().unwrap();
-    let dst = dir.path().join("pack");
-    std::fs::create_dir_all(dst.join("logs")).unwrap();
-    for f in ["lab.toml", "runs.json", "profile"] {
-        std::fs::copy(src.join(f), dst.join(f)).unwrap();
-    }
-    for e in std::fs::read_dir(src.join("logs")).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dst.join("logs").join(e.file_name())).unwrap();
-    }
+    let (dir, dst) = testkit::pack::copy_fixture(&src, &["lab.toml", "runs.json", "profile"]);
     let opts = Options {
         lab: find_lab(None, Some(&dst)),
         ..Options::default()

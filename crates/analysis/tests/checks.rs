@@ -10,16 +10,8 @@ use analysis::{Analysis, Options, Outcome, analyze, find_lab};
 
 fn pack(checks: &str, with_runs: bool) -> (tempfile::TempDir, PathBuf) {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/observation-pack");
-    let dir = tempfile::tempdir().unwrap();
-    let dst = dir.path().join("pack");
-    std::fs::create_dir_all(dst.join("logs")).unwrap();
-    if with_runs {
-        std::fs::copy(src.join("runs.json"), dst.join("runs.json")).unwrap();
-    }
-    for e in std::fs::read_dir(src.join("logs")).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dst.join("logs").join(e.file_name())).unwrap();
-    }
+    let files: &[&str] = if with_runs { &["runs.json"] } else { &[] };
+    let (dir, dst) = testkit::pack::copy_fixture(&src, files);
     let lab = format!(
         "title = \"fixture\"\nkind = \"observation\"\n[hypothesis]\ntext = \"checks\"\n\n[[apps]]\nname = \"rl\"\n\n{checks}"
     );

@@ -8,16 +8,7 @@ use analysis::{Analysis, Options, Outcome, analyze, find_lab, pack};
 
 fn copy_pack() -> (tempfile::TempDir, PathBuf) {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rollout-pack");
-    let dir = tempfile::tempdir().unwrap();
-    let dst = dir.path().join("pack");
-    std::fs::create_dir_all(dst.join("logs")).unwrap();
-    std::fs::copy(src.join("lab.toml"), dst.join("lab.toml")).unwrap();
-    std::fs::copy(src.join("runs.json"), dst.join("runs.json")).unwrap();
-    for e in std::fs::read_dir(src.join("logs")).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dst.join("logs").join(e.file_name())).unwrap();
-    }
-    (dir, dst)
+    testkit::pack::copy_fixture(&src, &["lab.toml", "runs.json"])
 }
 
 fn analyse(dir: &Path) -> Analysis {

@@ -55,14 +55,7 @@ impl Pack {
     /// The rollout fixture with [`LAB`] and a clean preflight staircase (p50 2 → 12 ms: 6×).
     fn new() -> Pack {
         let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rollout-pack");
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().join("pack");
-        std::fs::create_dir_all(dir.join("logs")).unwrap();
-        std::fs::copy(src.join("runs.json"), dir.join("runs.json")).unwrap();
-        for e in std::fs::read_dir(src.join("logs")).unwrap() {
-            let e = e.unwrap();
-            std::fs::copy(e.path(), dir.join("logs").join(e.file_name())).unwrap();
-        }
+        let (t, dir) = testkit::pack::copy_fixture(&src, &["runs.json"]);
         std::fs::write(dir.join("lab.toml"), LAB).unwrap();
         let p = Pack { _t: t, dir };
         p.staircase(&[(5.0, Some(2.0)), (10.0, Some(12.0)), (20.0, Some(40.0))]);

@@ -231,14 +231,7 @@ fn report_html_lists_gates_then_timeline_then_each_event() {
 fn without_runs_json_the_sampler_windows_are_drawn_and_called_so() {
     // The rollout pack's logs and lab file, without its runs.json.
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rollout-pack");
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("pack");
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    std::fs::copy(fixture.join("lab.toml"), dir.join("lab.toml")).unwrap();
-    for entry in std::fs::read_dir(fixture.join("logs")).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.join("logs").join(entry.file_name())).unwrap();
-    }
+    let (_tmp, dir) = testkit::pack::copy_fixture(&fixture, &["lab.toml"]);
     let opts = Options {
         lab: find_lab(None, Some(&dir)),
         ..Options::default()

@@ -1,6 +1,6 @@
 //! HTTPS with the workspace's one crypto provider (rustls + ring, [`crate::tls`]): a managed
 //! identity token fetched by azure_identity (through azure_core's reqwest transport) and an ARM
-//! call made with it, both over TLS to 127.0.0.1 with a certificate made here by rcgen.
+//! call made with it, both over TLS to 127.0.0.1 with a certificate of testkit's test CA.
 //!
 //! The test runs the client in a child process (this test binary, re-run on
 //! [`https_child`]) because azure_identity reads `IDENTITY_ENDPOINT` from the process
@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use testkit::test_ca::TestCa;
 
 use crate::fake::{FakeArm, FakeIdentity};
 use crate::*;
@@ -20,32 +19,6 @@ use crate::*;
 const CHILD_ENV: &str = "PROBELAB_ARM_HTTPS_CHILD";
 const TOKEN_PREFIX: &str = "probelab-https-token";
 const SECRET_HEADER: &str = "https-identity-header";
-
-/// A test CA (PEM) and a rustls server config for a leaf `127.0.0.1` it signed.
-fn test_pki() -> (String, Arc<rustls::ServerConfig>) {
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_key = KeyPair::generate().unwrap();
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
-    let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![CertificateDer::from(leaf.der().to_vec())],
-        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
-    )
-    .unwrap();
-    (ca_cert.pem(), Arc::new(cfg))
-}
 
 /// Terminates TLS on 127.0.0.1 and forwards the plain bytes to `backend` (one of the fakes);
 /// counts completed handshakes.
@@ -86,12 +59,12 @@ async fn managed_identity_and_arm_calls_go_over_https_with_ring() {
     let identity = FakeIdentity::start(SECRET_HEADER, None, TOKEN_PREFIX, 3600)
         .await
         .unwrap();
-    let (ca_pem, cfg) = test_pki();
-    let (arm_port, arm_hs) = tls_front(cfg.clone(), addr_of(&fake.base_url())).await;
-    let (id_port, id_hs) = tls_front(cfg, addr_of(&identity.endpoint())).await;
+    let ca = TestCa::new().unwrap();
+    let (arm_port, arm_hs) = tls_front(ca.server_config(), addr_of(&fake.base_url())).await;
+    let (id_port, id_hs) = tls_front(ca.server_config(), addr_of(&identity.endpoint())).await;
     let dir = tempfile::tempdir().unwrap();
     let ca_file = dir.path().join("ca.pem");
-    std::fs::write(&ca_file, &ca_pem).unwrap();
+    ca.write_pem(&ca_file).unwrap();
 
     let child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args([

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use common::now_ms;
 use common::plane::*;
 use testkit::docker::{require_docker, wait_exit};
+use testkit::events::sampler_errors;
 use testkit::testcontainers::ImageExt;
 use testkit::testcontainers::runners::AsyncRunner;
 

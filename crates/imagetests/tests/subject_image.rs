@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use testkit::docker::{published, require_docker, wait_exit};
 use testkit::http::{self, Outcome};
+use testkit::subject_status::wait_inflight;
 use testkit::testcontainers::ImageExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -43,8 +43,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use testkit::https_front::{HttpsFront, TestCa};
+use testkit::https_front::HttpsFront;
 use testkit::log_analytics::{self, LogAnalytics};
+use testkit::test_ca::TestCa;
 
 const SUB: &str = "5a1c0d2e-7b3f-4e61-9a8d-2c4b6e8f0a13";
 const TENANT: &str = "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b";

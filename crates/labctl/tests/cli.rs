@@ -97,15 +97,7 @@ fn help_teaches_the_inputs_and_the_exit_codes() {
 
 #[test]
 fn report_rewrites_report_and_charts_of_a_pack() {
-    let src = fixture("rollout-pack");
-    let dir = tempfile::tempdir().unwrap();
-    let pack = dir.path().join("pack");
-    std::fs::create_dir_all(pack.join("logs")).unwrap();
-    std::fs::copy(src.join("lab.toml"), pack.join("lab.toml")).unwrap();
-    for e in std::fs::read_dir(src.join("logs")).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), pack.join("logs").join(e.file_name())).unwrap();
-    }
+    let (_dir, pack) = testkit::pack::copy_fixture(&fixture("rollout-pack"), &["lab.toml"]);
     let (code, text) = labctl(&["report", &pack.display().to_string()]);
     assert_eq!(code, 0, "{text}");
     assert!(pack.join("report.md").is_file());

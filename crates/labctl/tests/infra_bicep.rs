@@ -26,20 +26,8 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(repo().join(rel)).unwrap()
 }
 
-/// `target/<profile>/`: this test runs as `target/<profile>/deps/infra_bicep-<hash>`.
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
 fn help(bin: &str) -> String {
-    let path = bin_dir().join(bin);
-    assert!(
-        path.is_file(),
-        "{} is missing: build the image binaries first with \
-         `cargo build -p loadgen -p sampler -p audit` (cargo test --workspace builds them too)",
-        path.display()
-    );
+    let path = testkit::bins::dir(&[bin]).join(bin);
     let out = Command::new(&path)
         .arg("--help")
         .env_clear()

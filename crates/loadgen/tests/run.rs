@@ -673,10 +673,7 @@ async fn close_mode_lets_the_server_close_first() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_port_ends_on_time_with_every_request_classified_connect() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = testkit::http::free_port().unwrap();
     let url = format!("http://127.0.0.1:{port}/");
     let t0 = Instant::now();
     let lines = run(&[

@@ -1,6 +1,6 @@
-//! `https://` targets against an in-process TLS server on 127.0.0.1 whose certificate is
-//! generated here (a test CA and a leaf for 127.0.0.1): trusted through `--ca-file`, untrusted
-//! (`tls` error class, not `connect`), and `--insecure`. Side streams use TLS too.
+//! `https://` targets against an in-process TLS server on 127.0.0.1 whose certificate is made
+//! for the test (testkit's `TestCa` and its leaf for 127.0.0.1): trusted through `--ca-file`,
+//! untrusted (`tls` error class, not `connect`), and `--insecure`. Side streams use TLS too.
 #![allow(clippy::unwrap_used)]
 
 use std::convert::Infallible;
@@ -14,8 +14,7 @@ use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use testkit::test_ca::TestCa;
 use tokio::net::TcpListener;
 
 mod common;
@@ -31,27 +30,8 @@ struct TlsServer {
 
 impl TlsServer {
     async fn start() -> TlsServer {
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_key = KeyPair::generate().unwrap();
-        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(ca_params, ca_key);
-        let leaf_key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-            .unwrap()
-            .signed_by(&leaf_key, &issuer)
-            .unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let cfg = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![CertificateDer::from(leaf.der().to_vec())],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
-            )
-            .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(cfg));
+        let ca = TestCa::new().unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(ca.server_config());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(AtomicU64::new(0));
@@ -88,7 +68,7 @@ impl TlsServer {
         });
         TlsServer {
             addr,
-            ca_pem: ca_cert.pem(),
+            ca_pem: ca.pem().to_owned(),
             requests,
             handshakes,
         }
@@ -174,10 +154,8 @@ async fn close_mode_does_a_tls_handshake_per_request() {
 async fn an_untrusted_certificate_is_counted_as_tls_not_connect() {
     let srv = TlsServer::start().await;
     // A bundle holding some other CA: the server's chain does not lead to it.
-    let mut other = CertificateParams::new(Vec::<String>::new()).unwrap();
-    other.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let other = other.self_signed(&KeyPair::generate().unwrap()).unwrap();
-    let ca = srv.pem_file("other.pem", &other.pem());
+    let other = TestCa::new().unwrap();
+    let ca = srv.pem_file("other.pem", other.pem());
     let url = srv.url("/");
     let lines = run(&[
         "--url",

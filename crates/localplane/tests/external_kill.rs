@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
+use testkit::eventually;
 
 fn container_ids(lab: &Lab) -> Vec<String> {
-    let owner = localplane::runtime::docker::owner_id(&lab.dir.path().join("state"));
+    let owner = localplane::runtime::docker::owner_id(&lab.plane.state_dir());
     let out = std::process::Command::new("docker")
         .args([
             "ps",

@@ -24,6 +24,7 @@ use common::*;
 use localplane::parity::{self, Timeline, median, min_max};
 use localplane::timings;
 use serde_json::{Value, json};
+use testkit::eventually;
 
 const Q7: &str = include_str!("fixtures/recordings/q7-system-events-timeline-20260613055431.json");
 const Q3: &str = "tests/fixtures/recordings/q3-revision-state-timeline-20260613055031.json";
@@ -438,9 +439,9 @@ async fn replay(
         .await;
     }
     let text = std::fs::read_to_string(
-        lab.dir
-            .path()
-            .join("evidence/logs/ContainerAppSystemLogs_CL.ndjson"),
+        lab.plane
+            .evidence_dir()
+            .join("logs/ContainerAppSystemLogs_CL.ndjson"),
     )
     .unwrap();
     parity::timeline(&parity::rows_from_ndjson(&text, app).unwrap())

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
+use testkit::eventually;
 
 fn readiness(period: u64) -> Value {
     json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": period, "failureThreshold": 2}])
@@ -22,16 +23,6 @@ async fn replicas(lab: &Lab, app: &str, rev: &str) -> Vec<Value> {
         .await;
     assert_eq!(code, 200, "{v}");
     v["value"].as_array().cloned().unwrap_or_default()
-}
-
-fn all_ready(reps: &[Value], n: usize) -> bool {
-    reps.len() == n
-        && reps.iter().all(|r| {
-            r["properties"]["runningState"] == "Running"
-                && r["properties"]["containers"]
-                    .as_array()
-                    .is_some_and(|c| c.iter().all(|c| c["ready"] == true))
-        })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{Value, json};
+use testkit::eventually;
 
 fn readiness() -> Value {
     json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080},

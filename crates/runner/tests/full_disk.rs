@@ -40,19 +40,6 @@ impl Drop for Tmpfs {
     }
 }
 
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
-    for b in ["subject", "loadgen", "perturbation-sampler"] {
-        assert!(
-            dir.join(b).is_file(),
-            "{} is missing: cargo build -p subject -p loadgen -p sampler",
-            dir.join(b).display()
-        );
-    }
-    dir
-}
-
 fn lines(p: &Path) -> usize {
     std::fs::read_to_string(p)
         .map(|t| t.lines().count())
@@ -73,7 +60,9 @@ async fn a_full_disk_during_a_lab_is_recorded_and_the_manifest_verifies() {
     let mut opts = RunOptions::new(
         labs.join("startup-degraded.toml"),
         "quick",
-        TargetChoice::Local(LocalRuntime::Process { bin_dir: bin_dir() }),
+        TargetChoice::Local(LocalRuntime::Process {
+            bin_dir: testkit::bins::dir(&["subject", "loadgen", "perturbation-sampler"]),
+        }),
         out.clone(),
     );
     opts.time_scale = 1.0;

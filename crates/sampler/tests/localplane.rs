@@ -1,6 +1,7 @@
 //! The perturbation sampler against localplane's ARM API (process runtime: real `subject`
-//! binaries on 127.0.0.1). Needs `target/<profile>/subject`: `cargo test --workspace` (or
-//! nextest) builds it; with `cargo test -p sampler` run `cargo build -p subject` first.
+//! binaries on 127.0.0.1, through testkit's localplane harness). Needs `target/<profile>/subject`:
+//! `cargo test --workspace` (or nextest) builds it; with `cargo test -p sampler` run
+//! `cargo build -p subject` first.
 //!
 //! `cadence_holds_over_60_s_at_1_s` is the suite's one long test, on purpose: it checks the
 //! absolute-time schedule over a real minute.
@@ -9,7 +10,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use arm::client::Method;
@@ -17,28 +17,17 @@ use arm::models::ContainerApp;
 use arm::{ArmClient, ClientConfig, Scope, TokenSource};
 use common::*;
 use labkit::event::Line;
-use localplane::{Localplane, LocalplaneConfig, RuntimeKind};
 use sampler::sink::Memory;
 use serde_json::json;
+use testkit::events::sampler_errors;
+use testkit::eventually;
+use testkit::localplane::Harness;
 
 const SUB: &str = "00000000-0000-0000-0000-000000000000";
 const RG: &str = "rg";
 
-/// `target/<profile>/`, where the workspace's binaries are.
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf();
-    assert!(
-        dir.join("subject").is_file(),
-        "{} is missing: run `cargo build -p subject` (cargo test --workspace builds it)",
-        dir.join("subject").display()
-    );
-    dir
-}
-
 struct Lab {
-    lp: Localplane,
-    _dir: tempfile::TempDir,
+    plane: Harness,
     client: ArmClient,
     scope: Scope,
 }
@@ -46,16 +35,8 @@ struct Lab {
 impl Lab {
     /// localplane with one environment and app `subject` with `replicas` ready replicas.
     async fn start(replicas: u32) -> Lab {
-        let dir = tempfile::tempdir().unwrap();
-        let lp = localplane::start(LocalplaneConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            state_dir: dir.path().join("state"),
-            evidence_dir: dir.path().join("evidence"),
-            runtime: RuntimeKind::Process { bin_dir: bin_dir() },
-        })
-        .await
-        .unwrap();
-        let mut cfg = ClientConfig::new(lp.base_url().parse().unwrap());
+        let plane = Harness::process().await;
+        let mut cfg = ClientConfig::new(plane.base_url().parse().unwrap());
         cfg.lro_poll = Duration::from_millis(200);
         let client = ArmClient::new(cfg, TokenSource::none()).unwrap();
         let scope = Scope::new(SUB, RG);
@@ -88,8 +69,7 @@ impl Lab {
         .unwrap();
         client.put_app(&scope, "subject", &app).await.unwrap();
         let lab = Lab {
-            lp,
-            _dir: dir,
+            plane,
             client,
             scope,
         };
@@ -100,34 +80,36 @@ impl Lab {
     /// Waits (≤ 60 s) until the app has `revisions` revisions, one active with `replicas`
     /// running ready replicas and the others without replicas.
     async fn settle(&self, revisions: usize, replicas: u32) {
-        for _ in 0..300 {
-            let revs = self
-                .client
-                .list_revisions(&self.scope, "subject")
-                .await
-                .unwrap();
-            let active: Vec<_> = revs.iter().filter(|r| r.properties.active).collect();
-            let others_empty = revs
-                .iter()
-                .filter(|r| !r.properties.active)
-                .all(|r| r.properties.replicas == 0);
-            if revs.len() == revisions && active.len() == 1 && others_empty {
-                let reps = self
-                    .client
-                    .list_replicas(&self.scope, "subject", &active[0].name)
-                    .await
-                    .unwrap();
-                if reps.len() == replicas as usize
-                    && reps
-                        .iter()
-                        .all(|r| r.properties.containers.iter().all(|c| c.ready))
-                {
-                    return;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        eventually(Duration::from_secs(60), "localplane to settle", || {
+            self.settled(revisions, replicas)
+        })
+        .await;
+    }
+
+    async fn settled(&self, revisions: usize, replicas: u32) -> Option<()> {
+        let revs = self
+            .client
+            .list_revisions(&self.scope, "subject")
+            .await
+            .unwrap();
+        let active: Vec<_> = revs.iter().filter(|r| r.properties.active).collect();
+        let others_empty = revs
+            .iter()
+            .filter(|r| !r.properties.active)
+            .all(|r| r.properties.replicas == 0);
+        if revs.len() != revisions || active.len() != 1 || !others_empty {
+            return None;
         }
-        panic!("localplane did not settle");
+        let reps = self
+            .client
+            .list_replicas(&self.scope, "subject", &active[0].name)
+            .await
+            .unwrap();
+        (reps.len() == replicas as usize
+            && reps
+                .iter()
+                .all(|r| r.properties.containers.iter().all(|c| c.ready)))
+        .then_some(())
     }
 }
 
@@ -157,14 +139,14 @@ async fn samples_every_revision_and_replica_localplane_reports() {
     );
     lab.settle(2, 2).await;
 
-    let cfg = config(&lab.lp.base_url(), "subject", "500ms", "2s");
+    let cfg = config(&lab.plane.base_url(), "subject", "500ms", "2s");
     let sink = Memory::default();
     let out = sampler::run_with(&cfg, &client(&cfg), &sink, std::future::pending())
         .await
         .unwrap();
     assert_eq!((out.ticks_scheduled, out.ticks_completed), (4, 4));
     let lines = sink.lines();
-    assert!(errors(&lines).is_empty(), "{lines:#?}");
+    assert!(sampler_errors(&lines).is_empty(), "{lines:#?}");
 
     let revs = lab
         .client
@@ -214,13 +196,13 @@ async fn samples_every_revision_and_replica_localplane_reports() {
         })
         .unwrap();
     assert!(sample.active && sample.replicas == 2 && sample.traffic_weight == 100);
-    lab.lp.shutdown().await.unwrap();
+    lab.plane.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn localplane_faults_cost_only_the_ticks_they_hit_and_are_reported() {
     let lab = Lab::start(1).await;
-    let base = lab.lp.base_url();
+    let base = lab.plane.base_url();
     let cfg = config(&base, "subject", "1s", "8s");
     let sink = Memory::default();
     let arm = client(&cfg);
@@ -236,7 +218,7 @@ async fn localplane_faults_cost_only_the_ticks_they_hit_and_are_reported() {
     let lines = sink.lines();
     assert_eq!(out.ticks_run, 8, "every tick ran: {lines:#?}");
     assert_eq!(out.ticks_skipped, 0);
-    let errs = errors(&lines);
+    let errs = sampler_errors(&lines);
     assert!(
         errs.iter()
             .any(|e| e.status == Some(429) && e.code.as_deref().is_some_and(|c| !c.is_empty())),
@@ -255,13 +237,13 @@ async fn localplane_faults_cost_only_the_ticks_they_hit_and_are_reported() {
     );
     let starts = tick_starts(&lines);
     assert_on_schedule(&lines, &starts, 1000, 50);
-    lab.lp.shutdown().await.unwrap();
+    lab.plane.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cadence_holds_over_60_s_at_1_s() {
     let lab = Lab::start(2).await;
-    let cfg = config(&lab.lp.base_url(), "subject", "1", "60");
+    let cfg = config(&lab.plane.base_url(), "subject", "1", "60");
     let sink = Memory::default();
     let out = sampler::run_with(&cfg, &client(&cfg), &sink, std::future::pending())
         .await
@@ -271,7 +253,7 @@ async fn cadence_holds_over_60_s_at_1_s() {
         (out.ticks_scheduled, out.ticks_completed),
         (60, 60),
         "{:#?}",
-        errors(&lines)
+        sampler_errors(&lines)
     );
     let starts = tick_starts(&lines);
     assert_eq!(starts.len(), 60);
@@ -283,7 +265,7 @@ async fn cadence_holds_over_60_s_at_1_s() {
     };
     let window = end.ts.epoch_ms() - start.ts.epoch_ms();
     assert!((60_000..60_200).contains(&window), "window {window} ms");
-    lab.lp.shutdown().await.unwrap();
+    lab.plane.stop().await;
 }
 
 /// The ARM client's revision and job operations against localplane (here because sampler is
@@ -345,17 +327,16 @@ async fn arm_revision_restart_and_job_operations_against_localplane() {
     for name in [&first.name, &second.name] {
         c.stop_execution(scope, "sweep", name).await.unwrap();
     }
-    let mut stopped = false;
-    for _ in 0..100 {
-        let e = c.get_execution(scope, "sweep", &first.name).await.unwrap();
-        if e.properties.status == Some(JobExecutionStatus::Stopped) {
-            stopped = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert!(stopped, "execution stopped through the API");
+    eventually(
+        Duration::from_secs(20),
+        "execution stopped through the API",
+        || async {
+            let e = c.get_execution(scope, "sweep", &first.name).await.unwrap();
+            (e.properties.status == Some(JobExecutionStatus::Stopped)).then_some(())
+        },
+    )
+    .await;
     let err = c.get_execution(scope, "sweep", "nope").await.unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    lab.lp.shutdown().await.unwrap();
+    lab.plane.stop().await;
 }

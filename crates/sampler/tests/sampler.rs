@@ -13,6 +13,7 @@ use arm::fake::{FakeArm, FakeIdentity};
 use common::*;
 use labkit::event::Line;
 use sampler::sink::Memory;
+use testkit::events::sampler_errors;
 
 #[tokio::test]
 async fn samples_appear_for_each_revision_and_replica_between_markers() {
@@ -95,7 +96,7 @@ async fn samples_appear_for_each_revision_and_replica_between_markers() {
             "{f} in {json}"
         );
     }
-    assert!(errors(&lines).is_empty());
+    assert!(sampler_errors(&lines).is_empty());
 }
 
 #[tokio::test]
@@ -121,7 +122,7 @@ async fn a_hanging_call_is_cut_at_its_slot_and_the_next_tick_starts_on_time() {
     assert_eq!(out.ticks_scheduled, 6);
     assert_eq!(out.ticks_run, 6, "no tick lost: {lines:#?}");
     assert_eq!(out.ticks_completed, 5);
-    let errs = errors(&lines);
+    let errs = sampler_errors(&lines);
     assert_eq!(errs.len(), 1, "{errs:#?}");
     assert_eq!(errs[0].code.as_deref(), Some("Timeout"));
     assert_eq!(errs[0].operation, "list_revisions");
@@ -151,7 +152,11 @@ async fn a_shutdown_signal_ends_the_window_with_an_end_marker() {
     assert!(
         matches!(lines.last(), Some(Line::PerturbationWindowMarker(m)) if m.phase == labkit::event::MarkerPhase::End)
     );
-    assert!(errors(&lines).iter().any(|e| e.operation == "interrupted"));
+    assert!(
+        sampler_errors(&lines)
+            .iter()
+            .any(|e| e.operation == "interrupted")
+    );
 }
 
 /// The binary with managed identity against a fake `IDENTITY_ENDPOINT`: the protocol is

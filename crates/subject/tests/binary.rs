@@ -7,7 +7,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Conn, Subject, free_port, get, post, refused, request};
+use common::{Subject, get, post, refused};
+use testkit::eventually;
+use testkit::http::{self, Conn, FetchError, Response, fetch, free_port, loopback};
+use testkit::subject_status::wait_inflight;
+use testkit::wait::eventually_blocking;
 
 const TOL: Duration = Duration::from_millis(100);
 
@@ -37,7 +41,7 @@ fn ms(d: i64) -> Duration {
 
 #[tokio::test]
 async fn bind_late_refuses_connections_until_the_delay_ends() {
-    let port = free_port();
+    let port = free_port().expect("a free port");
     let p = port.to_string();
     let s = Subject::spawn(&[
         ("PORT", &p),
@@ -87,13 +91,13 @@ async fn bind_early_answers_503_starting_then_200() {
     assert!(now_ms() - boot < 500, "bound at once");
     let r = get(port, "/").await;
     assert_eq!(
-        (r.status, r.json()["status"].as_str()),
+        (r.status, r.expect_json()["status"].as_str()),
         (503, Some("warming"))
     );
     for path in ["/healthz", "/ready", "/live"] {
         let r = get(port, path).await;
         assert_eq!(r.status, 503, "{path}");
-        assert_eq!(r.json()["status"], "starting", "{path}");
+        assert_eq!(r.expect_json()["status"], "starting", "{path}");
     }
     let first_ok = loop {
         assert!(
@@ -105,7 +109,7 @@ async fn bind_early_answers_503_starting_then_200() {
         if r.status == 200 {
             break t;
         }
-        assert_eq!(r.json()["status"], "starting");
+        assert_eq!(r.expect_json()["status"], "starting");
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     let started = ms(first_ok - boot);
@@ -140,18 +144,17 @@ async fn keepalive_and_inflight(
     slow_s: f64,
 ) -> (
     Conn,
-    tokio::task::JoinHandle<(Result<common::Resp, String>, Instant)>,
+    tokio::task::JoinHandle<(Result<Response, FetchError>, Instant)>,
 ) {
-    let mut idle = Conn::open(port).await.unwrap();
+    let mut idle = Conn::open(loopback(port)).await.unwrap();
     assert_eq!(idle.get("/").await.unwrap().status, 200);
-    let mut busy = Conn::open(port).await.unwrap();
+    let mut busy = Conn::open(loopback(port)).await.unwrap();
     let path = format!("/slow?seconds={slow_s}");
     let inflight = tokio::spawn(async move {
         let r = busy.get(&path).await;
         (r, Instant::now())
     });
-    // Let the slow request reach its handler.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_inflight(loopback(port), 1, Duration::from_secs(5)).await;
     (idle, inflight)
 }
 
@@ -191,8 +194,12 @@ async fn shutdown_graceful_finishes_inflight_closes_idle_and_refuses_new() {
         idle.wait_closed(Duration::from_millis(500)).await,
         "idle keep-alive connection closed promptly"
     );
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(refused(port).await, "no new connections after SIGTERM");
+    eventually(
+        Duration::from_millis(500),
+        "no new connections after SIGTERM",
+        || async { refused(port).await.then_some(()) },
+    )
+    .await;
     assert!(
         s.child.try_wait().unwrap().is_none(),
         "still finishing the in-flight request"
@@ -230,7 +237,7 @@ async fn shutdown_drain_keeps_serving_with_connection_close_then_exits() {
     // New connections are accepted; readiness says draining.
     let r = get(port, "/ready").await;
     assert_eq!(
-        (r.status, r.json()["status"].as_str()),
+        (r.status, r.expect_json()["status"].as_str()),
         (503, Some("draining"))
     );
     assert_eq!(r.header("connection"), Some("close"));
@@ -257,8 +264,8 @@ async fn max_concurrency_one_makes_live_wait_behind_a_slow_request() {
     let s = Subject::spawn(&[("MAX_CONCURRENCY", "1")]);
     let port = s.port();
     let slow = tokio::spawn(async move {
-        request(
-            port,
+        fetch(
+            loopback(port),
             "GET",
             "/delay?seconds=4",
             &[],
@@ -267,19 +274,44 @@ async fn max_concurrency_one_makes_live_wait_behind_a_slow_request() {
         )
         .await
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The slow request holds the one permit once `/status`, which waits behind the cap like
+    // every handler (so it cannot report the in-flight count here), gets no answer.
+    eventually(
+        Duration::from_secs(5),
+        "the slow request to hold the only permit",
+        || async {
+            let status = http::get(loopback(port), "/status", Duration::from_millis(500)).await;
+            (status == http::Outcome::Timeout).then_some(())
+        },
+    )
+    .await;
     // A probe with a 3 s timeout fails, as a liveness probe would.
     let started = Instant::now();
-    let r = request(port, "GET", "/live", &[], "", Duration::from_secs(3)).await;
+    let r = fetch(
+        loopback(port),
+        "GET",
+        "/live",
+        &[],
+        "",
+        Duration::from_secs(3),
+    )
+    .await;
     assert!(
-        r.is_err() && r.unwrap_err().contains("timeout"),
-        "/live timed out"
+        matches!(r, Err(FetchError::Timeout(_))),
+        "/live timed out: {r:?}"
     );
     assert!(started.elapsed() >= Duration::from_secs(3));
     // Requests wait rather than being rejected: this one is answered once the slow one ends.
-    let r = request(port, "GET", "/live", &[], "", Duration::from_secs(5))
-        .await
-        .expect("answered after the slow request");
+    let r = fetch(
+        loopback(port),
+        "GET",
+        "/live",
+        &[],
+        "",
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("answered after the slow request");
     assert_eq!(r.status, 200);
     assert_eq!(slow.await.unwrap().unwrap().status, 200);
 }
@@ -289,8 +321,8 @@ async fn unlimited_concurrency_answers_live_during_a_slow_request() {
     let s = Subject::spawn(&[]);
     let port = s.port();
     let _slow = tokio::spawn(async move {
-        request(
-            port,
+        fetch(
+            loopback(port),
             "GET",
             "/delay?seconds=3",
             &[],
@@ -299,10 +331,18 @@ async fn unlimited_concurrency_answers_live_during_a_slow_request() {
         )
         .await
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let r = request(port, "GET", "/live", &[], "", Duration::from_millis(500)).await;
+    wait_inflight(loopback(port), 1, Duration::from_secs(2)).await;
+    let r = fetch(
+        loopback(port),
+        "GET",
+        "/live",
+        &[],
+        "",
+        Duration::from_millis(500),
+    )
+    .await;
     assert_eq!(r.unwrap().status, 200);
-    let st = get(port, "/status").await.json();
+    let st = get(port, "/status").await.expect_json();
     assert_eq!(st["inflight"], 1);
 }
 
@@ -327,30 +367,36 @@ async fn dependency_checks_follow_a_dependency_flipped_at_run_time() {
     assert_eq!(get(rp, "/ready").await.status, 200);
     assert_eq!(get(lp, "/live").await.status, 200);
     let r = get(rp, "/dependency/health").await;
-    assert_eq!((r.status, r.json()["ok"].as_bool()), (200, Some(true)));
+    assert_eq!(
+        (r.status, r.expect_json()["ok"].as_bool()),
+        (200, Some(true))
+    );
 
     // Outage: readiness-only fails readiness, keeps liveness; liveness-check fails liveness.
     let r = post(dp, "/admin/dependency", &[], r#"{"healthy": false}"#).await;
     assert_eq!(
-        (r.status, r.json()["healthy"].as_bool()),
+        (r.status, r.expect_json()["healthy"].as_bool()),
         (200, Some(false))
     );
     assert_eq!(get(dp, "/health").await.status, 503);
     let r = get(rp, "/ready").await;
     assert_eq!(
-        (r.status, r.json()["status"].as_str()),
+        (r.status, r.expect_json()["status"].as_str()),
         (503, Some("dependency-unready"))
     );
     assert_eq!(get(rp, "/readyz").await.status, 503);
     assert_eq!(get(rp, "/live").await.status, 200);
     let r = get(lp, "/live").await;
     assert_eq!(
-        (r.status, r.json()["status"].as_str()),
+        (r.status, r.expect_json()["status"].as_str()),
         (503, Some("dependency-failed"))
     );
     assert_eq!(get(lp, "/ready").await.status, 200);
     let r = get(rp, "/dependency/health").await;
-    assert_eq!((r.status, r.json()["status"].as_u64()), (503, Some(503)));
+    assert_eq!(
+        (r.status, r.expect_json()["status"].as_u64()),
+        (503, Some(503))
+    );
 
     // Slow dependency: the check times out.
     post(
@@ -364,7 +410,10 @@ async fn dependency_checks_follow_a_dependency_flipped_at_run_time() {
     let r = get(rp, "/ready").await;
     assert_eq!(r.status, 503);
     assert!(
-        r.json()["detail"].as_str().unwrap().contains("timeout"),
+        r.expect_json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("timeout"),
         "{}",
         r.body
     );
@@ -394,13 +443,13 @@ async fn dependency_checks_follow_a_dependency_flipped_at_run_time() {
 async fn livez_does_a_tcp_check_of_dependency_host() {
     let dep = Subject::spawn(&[("APP_MODE", "dependency")]);
     let up = format!("127.0.0.1:{}", dep.port());
-    let down = format!("127.0.0.1:{}", free_port());
+    let down = format!("127.0.0.1:{}", free_port().expect("a free port"));
     let good = Subject::spawn(&[("DEPENDENCY_HOST", &up)]);
     let bad = Subject::spawn(&[("DEPENDENCY_HOST", &down), ("DEPENDENCY_TIMEOUT_MS", "300")]);
     assert_eq!(get(good.port(), "/livez").await.status, 200);
     let r = get(bad.port(), "/livez").await;
     assert_eq!(
-        (r.status, r.json()["status"].as_str()),
+        (r.status, r.expect_json()["status"].as_str()),
         (503, Some("dependency-failed"))
     );
     // /live does no TCP check.
@@ -439,7 +488,7 @@ async fn the_token_is_required_and_never_logged() {
     )
     .await;
     assert_eq!(r.status, 401);
-    assert!(r.json()["error"].is_string());
+    assert!(r.expect_json()["error"].is_string());
     assert_eq!(
         post(port, &format!("/simulate/zombie?token={token}"), &[], "")
             .await
@@ -455,9 +504,9 @@ async fn the_token_is_required_and_never_logged() {
         post(port, "/simulate/crash?code=3", &good, "").await.status,
         200
     );
+    // wait_exit also waits for the last stdout and stderr lines.
     let st = s.wait_exit(Duration::from_secs(3)).expect("crashed");
     assert_eq!(st.code(), Some(3));
-    std::thread::sleep(Duration::from_millis(100));
     let out = s.stdout().join("\n") + &s.stderr().join("\n");
     assert!(s.events("REQUEST_END").len() >= 6, "requests were logged");
     assert!(out.contains("simulate_token_set"), "the config was logged");
@@ -499,7 +548,7 @@ async fn identity_comes_from_container_apps_env_with_fallbacks() {
     assert_eq!(r.header("x-revision"), Some("subject--0000003"));
     assert_eq!(r.header("x-replica"), Some("subject--0000003-abc"));
     assert_eq!(r.header("x-generation"), Some("g7"));
-    let b = r.json();
+    let b = r.expect_json();
     assert_eq!(b["status_code"], 200);
     assert_eq!(b["app"], "api");
     assert_eq!(b["revision"], "subject--0000003");
@@ -512,7 +561,7 @@ async fn identity_comes_from_container_apps_env_with_fallbacks() {
     let s = Subject::spawn(&[("REVISION", "rev-b")]);
     let r = get(s.port(), "/status").await;
     assert_eq!(r.header("x-revision"), Some("rev-b"));
-    assert_eq!(r.json()["replica"], labkit::config::hostname());
+    assert_eq!(r.expect_json()["replica"], labkit::config::hostname());
 }
 
 #[tokio::test]
@@ -526,8 +575,11 @@ async fn log_requests_all_errors_none() {
         assert_eq!(get(port, "/nope").await.status, 404);
         assert_eq!(get(port, "/status?code=500").await.status, 500);
     }
-    std::thread::sleep(Duration::from_millis(100));
     let count = |s: &Subject| s.events("REQUEST_END").len();
+    // Each line is printed before its response goes out, and copied from the pipe by a thread.
+    eventually_blocking(Duration::from_secs(5), "the logged requests' lines", || {
+        (count(&all) >= 3 && count(&errors) >= 2).then_some(())
+    });
     assert_eq!(count(&all), 3);
     assert_eq!(count(&errors), 2);
     assert_eq!(count(&none), 0);
@@ -550,8 +602,8 @@ async fn every_stdout_line_is_one_json_object() {
     get(port, "/").await;
     get(port, "/delay?seconds=x").await;
     s.sigterm();
+    // wait_exit also waits for the last stdout and stderr lines.
     s.wait_exit(Duration::from_secs(3)).expect("exits");
-    std::thread::sleep(Duration::from_millis(50));
     let lines = s.json_lines();
     let kinds: Vec<_> = lines
         .iter()
@@ -578,7 +630,7 @@ async fn every_stdout_line_is_one_json_object() {
 
 #[tokio::test]
 async fn invalid_configuration_fails_before_binding() {
-    let port = free_port();
+    let port = free_port().expect("a free port");
     let p = port.to_string();
     let mut s = Subject::spawn(&[("PORT", &p), ("READINESS_CHECK_DEPENDENCY", "true")]);
     let st = s.wait_exit(Duration::from_secs(5)).expect("exits");

@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::{InProcess, get, post, request};
+use common::{InProcess, get, post};
 use http_body_util::BodyExt;
 use subject::config::{AppMode, Secret};
 use subject::{AppState, Config};
+use testkit::http::{FetchError, fetch, loopback};
+use testkit::subject_status::wait_inflight;
 use tokio::time::Instant;
 use tower::ServiceExt;
 
@@ -306,10 +308,10 @@ async fn a_zombie_hang_ends_after_300_seconds() {
 const HANG: Duration = Duration::from_millis(400);
 
 async fn hangs(port: u16, path: &str) -> bool {
-    match request(port, "GET", path, &[], "", HANG).await {
-        Err(e) => e.contains("timeout"),
-        Ok(_) => false,
-    }
+    matches!(
+        fetch(loopback(port), "GET", path, &[], "", HANG).await,
+        Err(FetchError::Timeout(_))
+    )
 }
 
 #[tokio::test]
@@ -318,17 +320,28 @@ async fn zombie_hangs_every_handler_but_reset_and_status_until_reset() {
     let port = s.port();
     assert_eq!(get(port, "/live").await.status, 200);
     let r = post(port, "/simulate/zombie", &[], "").await;
-    assert_eq!((r.status, r.json()["zombie"].as_bool()), (200, Some(true)));
+    assert_eq!(
+        (r.status, r.expect_json()["zombie"].as_bool()),
+        (200, Some(true))
+    );
     for path in [
         "/", "/live", "/livez", "/ready", "/readyz", "/healthz", "/startup", "/nope",
     ] {
         assert!(hangs(port, path).await, "{path} hangs");
     }
     let pending = tokio::spawn(async move {
-        request(port, "GET", "/ready", &[], "", Duration::from_secs(10)).await
+        fetch(
+            loopback(port),
+            "GET",
+            "/ready",
+            &[],
+            "",
+            Duration::from_secs(10),
+        )
+        .await
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let st = get(port, "/status").await.json();
+    wait_inflight(loopback(port), 1, Duration::from_secs(5)).await;
+    let st = get(port, "/status").await.expect_json();
     assert_eq!(st["zombie"], true);
     assert_eq!(st["inflight"], 1, "the hung /ready is in flight");
     let r = post(port, "/simulate/reset", &[], "").await;
@@ -340,7 +353,7 @@ async fn zombie_hangs_every_handler_but_reset_and_status_until_reset() {
         .unwrap();
     assert_eq!(r.status, 200);
     assert!(!hangs(port, "/live").await);
-    assert_eq!(get(port, "/status").await.json()["zombie"], false);
+    assert_eq!(get(port, "/status").await.expect_json()["zombie"], false);
 }
 
 #[tokio::test]
@@ -349,7 +362,7 @@ async fn deadlock_hangs_only_liveness_until_reset() {
     let port = s.port();
     let r = post(port, "/simulate/deadlock", &[], "").await;
     assert_eq!(
-        (r.status, r.json()["deadlocked"].as_bool()),
+        (r.status, r.expect_json()["deadlocked"].as_bool()),
         (200, Some(true))
     );
     assert!(hangs(port, "/live").await);
@@ -357,11 +370,19 @@ async fn deadlock_hangs_only_liveness_until_reset() {
     for path in ["/", "/ready", "/readyz", "/healthz", "/startup", "/status"] {
         assert_eq!(get(port, path).await.status, 200, "{path} answers");
     }
-    assert_eq!(get(port, "/status").await.json()["deadlocked"], true);
+    assert_eq!(get(port, "/status").await.expect_json()["deadlocked"], true);
     let pending = tokio::spawn(async move {
-        request(port, "GET", "/live", &[], "", Duration::from_secs(10)).await
+        fetch(
+            loopback(port),
+            "GET",
+            "/live",
+            &[],
+            "",
+            Duration::from_secs(10),
+        )
+        .await
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    wait_inflight(loopback(port), 1, Duration::from_secs(5)).await;
     post(port, "/simulate/reset", &[], "").await;
     let r = tokio::time::timeout(Duration::from_secs(1), pending)
         .await

@@ -1,9 +1,14 @@
-//! A raw HTTP/1.1 client for black-box checks, and a free-port helper.
+//! A raw HTTP/1.1 client for black-box checks, a free-port helper, and (in [`conn`]) a
+//! connection a test holds.
 //!
 //! Tests of container behaviour need to tell *how* a request failed: connection refused, the
 //! connection closed or reset before a status line, or no answer within the timeout. A pooled
 //! client hides that, so this one opens one TCP connection per request, sends
-//! `Connection: close`, and reports an [`Outcome`].
+//! `Connection: close`, and reports an [`Outcome`]. Both clients answer with a [`Response`].
+
+pub mod conn;
+
+pub use conn::{Conn, FetchError, fetch};
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::time::Duration;
@@ -66,6 +71,13 @@ impl Response {
     /// The body parsed as JSON.
     pub fn json(&self) -> Result<serde_json::Value, serde_json::Error> {
         serde_json::from_str(&self.body)
+    }
+
+    /// The body parsed as JSON, or a panic that shows the body.
+    #[track_caller]
+    pub fn expect_json(&self) -> serde_json::Value {
+        self.json()
+            .unwrap_or_else(|e| panic!("not JSON: {:?}: {e}", self.body))
     }
 }
 
@@ -170,6 +182,11 @@ fn dechunk(mut raw: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// `127.0.0.1:port`.
+pub fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+}
+
 /// A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close). Another
 /// process may take it before you bind it; use it where the port must be chosen up front.
 pub fn free_port() -> std::io::Result<u16> {
@@ -213,7 +230,17 @@ mod tests {
             Outcome::Refused
         );
 
-        // A listener that accepts and never answers.
+        let (addr, hold) = silent_server().await;
+        assert_eq!(
+            get(addr, "/", Duration::from_millis(300)).await,
+            Outcome::Timeout
+        );
+        hold.abort();
+    }
+
+    /// A listener on 127.0.0.1 that accepts one connection and never answers (for 5 s); abort
+    /// the task when done.
+    pub(in crate::http) async fn silent_server() -> (SocketAddr, tokio::task::JoinHandle<()>) {
         let silent = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .await
             .expect("bind");
@@ -223,11 +250,7 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(5)).await;
             drop(conn);
         });
-        assert_eq!(
-            get(addr, "/", Duration::from_millis(300)).await,
-            Outcome::Timeout
-        );
-        hold.abort();
+        (addr, hold)
     }
 
     #[tokio::test]

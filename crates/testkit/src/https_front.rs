@@ -1,7 +1,7 @@
 //! An HTTPS front for a plain-HTTP test server (localplane's ARM API, the Log Analytics
-//! stand-in): a throw-away certificate authority, a leaf for `127.0.0.1` it signed, and a
-//! reverse proxy on 127.0.0.1 that terminates TLS, records every request (method, path and
-//! query, the `Authorization` header) and forwards it unchanged to the backend.
+//! stand-in): a reverse proxy on 127.0.0.1 that terminates TLS with a [`TestCa`]'s leaf, records
+//! every request (method, path and query, the `Authorization` header) and forwards it unchanged
+//! to the backend.
 //!
 //! As a reverse proxy does (nginx's `proxy_redirect`), the backend's own origin in an answer
 //! (`Location`, `Azure-AsyncOperation`, a `nextLink` in the body) is rewritten to the front's,
@@ -14,7 +14,6 @@
 //! then trusts it for that process and nothing else changes).
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -23,70 +22,8 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-/// A step of making the test CA that failed, and what the library said.
-#[derive(Debug, thiserror::Error)]
-#[error("test CA: {step}: {message}")]
-pub struct CaError {
-    step: &'static str,
-    message: String,
-}
-
-/// A certificate authority made for one test, and a server config for `127.0.0.1` it signed.
-pub struct TestCa {
-    pem: String,
-    server: Arc<rustls::ServerConfig>,
-}
-
-impl TestCa {
-    /// A new CA and leaf (`127.0.0.1`, as an IP subject alternative name).
-    pub fn new() -> Result<TestCa, CaError> {
-        let e = |step: &'static str, err: &dyn std::fmt::Display| CaError {
-            step,
-            message: err.to_string(),
-        };
-        let mut ca_params =
-            CertificateParams::new(Vec::<String>::new()).map_err(|x| e("params", &x))?;
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_key = KeyPair::generate().map_err(|x| e("CA key", &x))?;
-        let ca_cert = ca_params
-            .self_signed(&ca_key)
-            .map_err(|x| e("CA cert", &x))?;
-        let issuer = Issuer::new(ca_params, ca_key);
-        let leaf_key = KeyPair::generate().map_err(|x| e("leaf key", &x))?;
-        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()])
-            .map_err(|x| e("leaf params", &x))?
-            .signed_by(&leaf_key, &issuer)
-            .map_err(|x| e("leaf cert", &x))?;
-        let server = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|x| e("protocols", &x))?
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(leaf.der().to_vec())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der())),
-        )
-        .map_err(|x| e("server config", &x))?;
-        Ok(TestCa {
-            pem: ca_cert.pem(),
-            server: Arc::new(server),
-        })
-    }
-
-    /// The CA certificate, PEM.
-    pub fn pem(&self) -> &str {
-        &self.pem
-    }
-
-    /// Writes the CA certificate to `path` (for `SSL_CERT_FILE`).
-    pub fn write_pem(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, &self.pem)
-    }
-}
+use crate::test_ca::TestCa;
 
 /// One request the front forwarded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,7 +57,7 @@ impl HttpsFront {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-        let acceptor = tokio_rustls::TlsAcceptor::from(ca.server.clone());
+        let acceptor = tokio_rustls::TlsAcceptor::from(ca.server_config());
         let client: Client<HttpConnector, Full<Bytes>> =
             Client::builder(TokioExecutor::new()).build_http();
         let log = seen.clone();

@@ -1,21 +1,39 @@
-//! testkit: what probelab's Docker integration tests share (a dev-dependency only).
+//! testkit: the one test-support crate of the workspace (a dev-dependency only).
 //!
 //! - [`docker`]: [`docker::require_docker`], the gate every Docker test passes first (loud
 //!   failure when the engine is unreachable, an explicit skip with `PROBELAB_SKIP_DOCKER=1`);
 //!   "image present or fail with the command to run"; user-defined networks removed on drop;
 //!   testcontainers requests that publish on 127.0.0.1 only; orphan clean-up; JSON-lines
 //!   checks of container stdout. Its docs say why no Docker API version shim is needed.
+//! - [`localplane`] (feature `localplane`): localplane in the test's process with a temporary
+//!   state and evidence dir, stopped within a minute, its Docker leftovers removed on drop.
+//! - [`wait`]: [`eventually`], a wait on the condition a test asserts instead of a fixed sleep.
 //! - [`http`]: a one-connection-per-request HTTP/1.1 client that tells refused, closed/reset and
-//!   timed-out requests apart, and a free-port helper.
-//! - [`https_front`]: a test certificate authority and a recording HTTPS reverse proxy (ARM
-//!   over TLS with a bearer token, as on Azure, in front of localplane).
+//!   timed-out requests apart, a connection a test holds ([`http::Conn`]) and a request with
+//!   headers and a body ([`http::fetch`]), and a free-port helper.
+//! - [`subject_status`]: the subject's in-flight count from its `/status`, and a wait for it.
+//! - [`bins`]: `target/<profile>/`, where the workspace's binaries are, checked.
+//! - [`events`]: filters over labkit's typed output lines (the sampler's errors).
+//! - [`pack`]: a fixture evidence pack copied to a temporary dir.
+//! - [`test_ca`]: a throw-away certificate authority and a server config for 127.0.0.1 it signed.
+//! - [`https_front`]: a recording HTTPS reverse proxy (ARM over TLS with a bearer token, as on
+//!   Azure, in front of localplane).
 //! - [`log_analytics`]: a stand-in for the Log Analytics query API over localplane's log
 //!   files, with an ingestion delay, a record limit and the columns Azure adds.
 
+pub mod bins;
 pub mod docker;
+pub mod events;
 pub mod http;
 pub mod https_front;
+#[cfg(feature = "localplane")]
+pub mod localplane;
 pub mod log_analytics;
+pub mod pack;
+pub mod subject_status;
+pub mod test_ca;
+pub mod wait;
 
 pub use docker::{Docker, NetworkGuard, require_docker};
 pub use testcontainers;
+pub use wait::eventually;

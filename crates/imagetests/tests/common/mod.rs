@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use testkit::http::{self, Outcome};
+use testkit::http;
 use testkit::testcontainers::runners::AsyncRunner;
 use testkit::testcontainers::{ContainerAsync, ContainerRequest, GenericImage, ImageExt};
 
@@ -42,23 +42,6 @@ pub async fn wait_status(addr: SocketAddr, path: &str, status: u16, limit: Durat
             "GET {path} did not answer {status} within {limit:?}; last: {outcome:?}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Polls `/status` until at least `n` requests are in flight.
-pub async fn wait_inflight(addr: SocketAddr, n: u64, limit: Duration) {
-    let start = Instant::now();
-    loop {
-        if let Outcome::Response(r) = http::get(addr, "/status", PROBE_TIMEOUT).await
-            && r.json().ok().and_then(|v| v["inflight"].as_u64()) >= Some(n)
-        {
-            return;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "fewer than {n} requests in flight after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

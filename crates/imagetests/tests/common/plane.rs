@@ -11,11 +11,11 @@ use arm::models::{ContainerApp, Replica, Revision};
 use arm::{ArmClient, ClientConfig, Scope, TokenSource};
 use labkit::event::{
     Line, MarkerPhase, PerturbationWindowMarker, ReplicaInventorySample, RevisionStateSample,
-    SamplerError,
 };
-use localplane::{Localplane, LocalplaneConfig, RuntimeKind};
+use localplane::RuntimeKind;
 use serde_json::json;
 use testkit::docker::Docker;
+use testkit::localplane::Harness;
 use testkit::testcontainers::{ContainerAsync, ContainerRequest, GenericImage, ImageExt};
 
 pub const SUB: &str = "00000000-0000-0000-0000-000000000000";
@@ -29,11 +29,11 @@ pub const APP: &str = "subject";
 /// the suite, so a late tick is tolerated up to this bound and anything else is an error.
 pub const CADENCE_TOLERANCE_MS: i64 = 250;
 
-/// A localplane on the Docker runtime with a temp state and evidence dir. `stop` shuts it down;
-/// if a test panics first, `Drop` stops its supervisors and removes whatever it left in Docker.
+/// A localplane on the Docker runtime (testkit's harness: a temp state and evidence dir; `stop`
+/// shuts it down; if a test panics first, dropping it stops its supervisors and removes whatever
+/// it left in Docker), with an ARM client for it.
 pub struct Plane {
-    lp: Option<Localplane>,
-    dir: tempfile::TempDir,
+    plane: Harness,
     pub arm: ArmClient,
     pub scope: Scope,
     network: String,
@@ -44,17 +44,8 @@ impl Plane {
     /// Starts localplane (Docker runtime, ARM API on 127.0.0.1 and on its network's gateway) and
     /// creates the managed environment `env`. Call after `require_docker` and `require_image`.
     pub async fn start() -> Plane {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
-        let lp = localplane::start(LocalplaneConfig {
-            listen: "127.0.0.1:0"
-                .parse()
-                .unwrap_or_else(|e| panic!("listen address: {e}")),
-            state_dir: dir.path().join("state"),
-            evidence_dir: dir.path().join("evidence"),
-            runtime: RuntimeKind::Docker,
-        })
-        .await
-        .unwrap_or_else(|e| panic!("localplane on the Docker runtime: {e}"));
+        let plane = Harness::start(RuntimeKind::Docker).await;
+        let lp = plane.localplane();
         let network = lp
             .docker_network()
             .unwrap_or_else(|| panic!("localplane on Docker has a network"))
@@ -69,8 +60,7 @@ impl Plane {
         let arm = ArmClient::new(cfg, TokenSource::none())
             .unwrap_or_else(|e| panic!("ARM client for localplane: {e}"));
         let plane = Plane {
-            lp: Some(lp),
-            dir,
+            plane,
             arm,
             scope: Scope::new(SUB, RG),
             network,
@@ -105,7 +95,7 @@ impl Plane {
 
     /// The evidence dir localplane writes its Log Analytics shaped tables to.
     pub fn evidence_dir(&self) -> std::path::PathBuf {
-        self.dir.path().join("evidence")
+        self.plane.evidence_dir()
     }
 
     /// PUTs app [`APP`] (the subject image, `replicas` replicas, 1 s startup and readiness
@@ -232,39 +222,8 @@ impl Plane {
 
     /// Shuts localplane down (containers stopped with their grace, network removed). Remove the
     /// test's own containers on its network first.
-    pub async fn stop(mut self) {
-        if let Some(lp) = self.lp.take() {
-            tokio::time::timeout(Duration::from_secs(60), lp.shutdown())
-                .await
-                .unwrap_or_else(|_| panic!("localplane did not shut down within 60 s"))
-                .unwrap_or_else(|e| panic!("localplane shutdown: {e}"));
-        }
-    }
-}
-
-impl Drop for Plane {
-    /// A test that panicked never called `stop`: stop the supervisors (so nothing restarts what
-    /// is removed next), then remove this localplane's containers and network by owner label.
-    fn drop(&mut self) {
-        let Some(lp) = self.lp.take() else {
-            return;
-        };
-        lp.begin_shutdown();
-        std::thread::sleep(Duration::from_secs(1));
-        let owner = localplane::runtime::docker::owner_id(&self.dir.path().join("state"));
-        let docker = |args: &[&str]| std::process::Command::new("docker").args(args).output();
-        if let Ok(out) = docker(&[
-            "ps",
-            "-aq",
-            "--filter",
-            &format!("label=probelab.owner={owner}"),
-        ]) {
-            let ids = String::from_utf8_lossy(&out.stdout);
-            for id in ids.split_whitespace() {
-                let _ = docker(&["rm", "-f", id]);
-            }
-        }
-        let _ = docker(&["network", "rm", &self.network]);
+    pub async fn stop(self) {
+        self.plane.stop().await;
     }
 }
 
@@ -324,16 +283,6 @@ pub fn replica_samples(lines: &[Line]) -> Vec<&ReplicaInventorySample> {
         .iter()
         .filter_map(|l| match l {
             Line::ReplicaInventorySample(s) => Some(s),
-            _ => None,
-        })
-        .collect()
-}
-
-pub fn sampler_errors(lines: &[Line]) -> Vec<&SamplerError> {
-    lines
-        .iter()
-        .filter_map(|l| match l {
-            Line::SamplerError(e) => Some(e),
             _ => None,
         })
         .collect()

@@ -1,7 +1,7 @@
-//! Test support: start localplane in-process, a small JSON HTTP client, polling helpers.
+//! Test support: localplane in-process (testkit's harness) with a small JSON client for its
+//! ARM API, the evidence rows it writes, and the app bodies the tests deploy.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -9,57 +9,33 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use localplane::{Localplane, LocalplaneConfig, RuntimeKind};
+use localplane::RuntimeKind;
 use serde_json::Value;
+use testkit::localplane::Harness;
 
 pub const SUB: &str = "00000000-0000-0000-0000-000000000000";
 pub const RG: &str = "rg-lab";
 pub const AV: &str = "api-version=2025-07-01";
 
-/// `target/<profile>/`, found from the test binary (`target/<profile>/deps/<test>`).
-pub fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let dir = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("test binary lives in target/<profile>/deps")
-        .to_path_buf();
-    {
-        let bin = "subject";
-        assert!(
-            dir.join(bin).is_file(),
-            "{} is missing: run `cargo build -p subject` (nextest builds all workspace binaries first; plain `cargo test -p localplane` does not)",
-            dir.join(bin).display()
-        );
-    }
-    dir
-}
-
+/// A localplane (testkit's harness) with a JSON client for its ARM API.
 pub struct Lab {
-    pub lp: Option<Localplane>,
+    pub plane: Harness,
     pub base: String,
-    pub dir: tempfile::TempDir,
     pub client: Client<HttpConnector, Full<Bytes>>,
 }
 
 impl Lab {
-    pub async fn process() -> Lab {
-        let dir = tempfile::tempdir().unwrap();
-        let lp = localplane::start(LocalplaneConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            state_dir: dir.path().join("state"),
-            evidence_dir: dir.path().join("evidence"),
-            runtime: RuntimeKind::Process { bin_dir: bin_dir() },
-        })
-        .await
-        .unwrap();
-        let base = lp.base_url();
+    fn on(plane: Harness) -> Lab {
         Lab {
-            lp: Some(lp),
-            base,
-            dir,
+            base: plane.base_url(),
+            plane,
             client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
         }
+    }
+
+    /// A localplane on the process runtime (the workspace's `subject` binary as replicas).
+    pub async fn process() -> Lab {
+        Lab::on(Harness::process().await)
     }
 
     /// A localplane on the Docker runtime, or `None` when `PROBELAB_SKIP_DOCKER=1`: through
@@ -70,22 +46,7 @@ impl Lab {
         for image in ["subject", "loadgen"] {
             docker.require_image(image).await;
         }
-        let dir = tempfile::tempdir().unwrap();
-        let lp = localplane::start(LocalplaneConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            state_dir: dir.path().join("state"),
-            evidence_dir: dir.path().join("evidence"),
-            runtime: RuntimeKind::Docker,
-        })
-        .await
-        .expect("localplane on Docker (is the engine running? set PROBELAB_SKIP_DOCKER=1 to skip)");
-        let base = lp.base_url();
-        Some(Lab {
-            lp: Some(lp),
-            base,
-            dir,
-            client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
-        })
+        Some(Lab::on(Harness::start(RuntimeKind::Docker).await))
     }
 
     pub fn app_url(&self, app: &str) -> String {
@@ -134,66 +95,24 @@ impl Lab {
     pub fn system_rows(&self) -> Vec<Value> {
         read_rows(
             &self
-                .dir
-                .path()
-                .join("evidence/logs/ContainerAppSystemLogs_CL.ndjson"),
+                .plane
+                .evidence_dir()
+                .join("logs/ContainerAppSystemLogs_CL.ndjson"),
         )
     }
 
     pub fn console_rows(&self) -> Vec<Value> {
         read_rows(
             &self
-                .dir
-                .path()
-                .join("evidence/logs/ContainerAppConsoleLogs_CL.ndjson"),
+                .plane
+                .evidence_dir()
+                .join("logs/ContainerAppConsoleLogs_CL.ndjson"),
         )
     }
 
-    pub async fn stop(mut self) {
-        if let Some(lp) = self.lp.take() {
-            tokio::time::timeout(Duration::from_secs(60), lp.shutdown())
-                .await
-                .expect("shutdown within 60 s")
-                .unwrap();
-        }
-    }
-}
-
-impl Drop for Lab {
-    /// Guard: whatever a failed test left behind in Docker goes (by owner label).
-    fn drop(&mut self) {
-        if let Some(lp) = &self.lp {
-            // A test that panicked never called stop(): keep its supervisors from restarting
-            // the containers removed below.
-            lp.begin_shutdown();
-            std::thread::sleep(Duration::from_secs(1));
-        }
-        let state = self.dir.path().join("state");
-        let owner = localplane::runtime::docker::owner_id(&state);
-        if let Ok(out) = std::process::Command::new("docker")
-            .args([
-                "ps",
-                "-aq",
-                "--filter",
-                &format!("label=probelab.owner={owner}"),
-            ])
-            .output()
-        {
-            let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                .split_whitespace()
-                .map(String::from)
-                .collect();
-            if !ids.is_empty() {
-                let _ = std::process::Command::new("docker")
-                    .arg("rm")
-                    .arg("-f")
-                    .args(&ids)
-                    .output();
-            }
-            let _ = std::process::Command::new("docker")
-                .args(["network", "rm", &format!("probelab-lp-{owner}")])
-                .output();
-        }
+    /// Shuts localplane down (within a minute).
+    pub async fn stop(self) {
+        self.plane.stop().await;
     }
 }
 
@@ -236,23 +155,15 @@ pub async fn call(
     (status, headers, v)
 }
 
-/// Polls `f` every 100 ms until it returns `Some`, or panics after `limit` naming `what`.
-pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// True when `reps` (replica JSON) are `n` replicas, each Running with every container ready.
+pub fn all_ready(reps: &[Value], n: usize) -> bool {
+    reps.len() == n
+        && reps.iter().all(|r| {
+            r["properties"]["runningState"] == "Running"
+                && r["properties"]["containers"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().all(|c| c["ready"] == true))
+        })
 }
 
 pub fn subject_app(env: Value, replicas: u32, probes: Value) -> Value {

@@ -89,27 +89,23 @@ pub fn assert_on_schedule(
     }
 }
 
-pub fn errors(lines: &[Line]) -> Vec<&labkit::event::SamplerError> {
-    lines
-        .iter()
-        .filter_map(|l| match l {
-            Line::SamplerError(e) => Some(e),
-            _ => None,
-        })
-        .collect()
-}
-
+/// POSTs a fault to localplane's admin endpoint (part of the fake, not of ARM).
 pub async fn post_fault(base: &str, body: &str) {
-    // A bare HTTP/1.1 POST: the fault admin endpoint is part of the fake, not of ARM.
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = base.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "POST /localplane/faults HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).await.unwrap();
-    assert!(resp.starts_with("HTTP/1.1 2"), "{resp}");
+    let addr = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let headers = [("content-type", "application/json")];
+    let r = testkit::http::fetch(
+        addr,
+        "POST",
+        "/localplane/faults",
+        &headers,
+        body,
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    assert!((200..300).contains(&r.status), "{r:?}");
 }

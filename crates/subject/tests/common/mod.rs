@@ -1,5 +1,6 @@
 //! Test support: run the real `subject` binary (or the library in-process) on 127.0.0.1 and
-//! talk HTTP/1.1 to it over connections the test controls (keep-alive included).
+//! talk HTTP/1.1 to it over connections the test controls (testkit's `http::Conn` and `fetch`,
+//! keep-alive included).
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -8,10 +9,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use testkit::http::{Response, fetch, loopback};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
@@ -24,13 +22,6 @@ pub struct Subject {
     /// The threads copying stdout and stderr; joined once the process has exited, so that what
     /// it printed before exiting is all there when a test looks (taken on the first join).
     readers: Vec<std::thread::JoinHandle<()>>,
-}
-
-/// A free port on 127.0.0.1 (bound, then released): for bind-late tests that must know the port
-/// before the process binds it.
-pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 fn reader(
@@ -179,135 +170,25 @@ impl Drop for Subject {
     }
 }
 
-/// One HTTP response, body read whole.
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub headers: hyper::HeaderMap,
-    pub body: String,
-}
-
-impl Resp {
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON: {:?}: {e}", self.body))
-    }
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-}
-
-/// One HTTP/1.1 connection the test holds (keep-alive across requests).
-pub struct Conn {
-    sender: SendRequest<Full<Bytes>>,
-    pub task: JoinHandle<Result<(), hyper::Error>>,
-}
-
-impl Conn {
-    pub async fn open(port: u16) -> std::io::Result<Conn> {
-        let stream = TcpStream::connect(("127.0.0.1", port)).await?;
-        stream.set_nodelay(true)?;
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(std::io::Error::other)?;
-        let task = tokio::spawn(conn);
-        Ok(Conn { sender, task })
-    }
-
-    /// Sends a request on this connection; `Err` when the connection failed or closed.
-    pub async fn send(
-        &mut self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &str,
-    ) -> Result<Resp, String> {
-        self.sender
-            .ready()
-            .await
-            .map_err(|e| format!("not ready: {e}"))?;
-        let mut b = hyper::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", "127.0.0.1");
-        for (k, v) in headers {
-            b = b.header(*k, *v);
-        }
-        let req = b.body(Full::new(Bytes::from(body.to_owned()))).unwrap();
-        let resp = self
-            .sender
-            .send_request(req)
-            .await
-            .map_err(|e| format!("request failed: {e}"))?;
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("body failed: {e}"))?
-            .to_bytes();
-        Ok(Resp {
-            status,
-            headers,
-            body: String::from_utf8_lossy(&body).into_owned(),
-        })
-    }
-
-    pub async fn get(&mut self, path: &str) -> Result<Resp, String> {
-        self.send("GET", path, &[], "").await
-    }
-
-    /// True once the connection has ended (the server closed it).
-    pub fn is_closed(&self) -> bool {
-        self.task.is_finished()
-    }
-
-    /// Waits (bounded) for the connection to end; true if it did.
-    pub async fn wait_closed(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if self.is_closed() {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        self.is_closed()
-    }
-}
-
-/// A request on a fresh connection, with a client timeout.
-pub async fn request(
-    port: u16,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-    timeout: Duration,
-) -> Result<Resp, String> {
-    let fut = async {
-        let mut c = Conn::open(port)
-            .await
-            .map_err(|e| format!("connect: {e}"))?;
-        c.send(method, path, headers, body).await
-    };
-    tokio::time::timeout(timeout, fut)
-        .await
-        .map_err(|_| format!("timeout after {timeout:?}"))?
-}
-
-/// `GET path` on a fresh connection, 5 s timeout.
-pub async fn get(port: u16, path: &str) -> Resp {
-    request(port, "GET", path, &[], "", Duration::from_secs(5))
+/// `GET path` on a fresh connection to 127.0.0.1:`port`, 5 s timeout.
+pub async fn get(port: u16, path: &str) -> Response {
+    fetch(loopback(port), "GET", path, &[], "", Duration::from_secs(5))
         .await
         .unwrap_or_else(|e| panic!("GET {path}: {e}"))
 }
 
-/// `POST path` with a JSON body on a fresh connection, 5 s timeout.
-pub async fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
-    request(port, "POST", path, headers, body, Duration::from_secs(5))
-        .await
-        .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+/// `POST path` with a JSON body on a fresh connection to 127.0.0.1:`port`, 5 s timeout.
+pub async fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
+    fetch(
+        loopback(port),
+        "POST",
+        path,
+        headers,
+        body,
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("POST {path}: {e}"))
 }
 
 /// Whether a TCP connect to the port is refused right now.

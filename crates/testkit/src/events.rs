@@ -1,0 +1,15 @@
+//! Filters over labkit's typed output lines ([`labkit::event::Line`]) that more than one
+//! crate's tests read: the sampler's and audit's, in-process and from their images.
+
+use labkit::event::{Line, SamplerError};
+
+/// Every `SamplerError` line, in order.
+pub fn sampler_errors(lines: &[Line]) -> Vec<&SamplerError> {
+    lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::SamplerError(e) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
