@@ -195,6 +195,56 @@ fn recording_restart_replaces_one_replica_at_a_time() {
     assert!(lo > 13.7 && hi < 17.2, "{:?}", r.assigned_to_started);
 }
 
+/// docs/FIDELITY.md's parity table quotes the recording as the suite reads it: each row's
+/// "recorded" cell holds the figures computed here from the export, rounded as printed, so the
+/// table cannot drift from the recording (or from the normaliser) unnoticed.
+#[test]
+fn fidelity_parity_table_quotes_the_recording() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/FIDELITY.md"),
+    )
+    .unwrap();
+    let row = |behaviour: &str| -> String {
+        doc.lines()
+            .find(|l| l.starts_with(&format!("| {behaviour} |")))
+            .unwrap_or_else(|| panic!("FIDELITY.md has no parity row {behaviour:?}"))
+            .to_owned()
+    };
+    // The "recorded" cell: the fourth `|`-separated field.
+    let recorded = |behaviour: &str| -> String {
+        row(behaviour)
+            .split('|')
+            .nth(3)
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    let tl = recording();
+    let ro = parity::rollouts(&tl);
+    let rs = parity::restarts(&tl);
+    let all = |f: fn(&parity::Rollout) -> &Vec<f64>| -> Vec<f64> {
+        ro.iter().flat_map(|r| f(r).clone()).collect()
+    };
+    let a2s = all(|r| &r.assigned_to_started);
+    let a2o = all(|r| &r.assigned_to_old_stopped);
+    let (lo, hi) = min_max(&a2s);
+    let want = format!("median {:.1} s ({:.1}–{:.1} s)", median(&a2s), lo, hi);
+    let got = recorded("assigned → started");
+    assert!(got.contains(&want), "{got:?} does not say {want:?}");
+    let (lo, hi) = min_max(&a2o);
+    let want = format!("median {:.1} s ({:.1}–{:.1} s)", median(&a2o), lo, hi);
+    let got = recorded("assigned → old revision `ManuallyStopped`");
+    assert!(got.contains(&want), "{got:?} does not say {want:?}");
+    let r = &rs[0];
+    let want = format!("{:.1} s, {:.1} s", r.step_interval[0], r.step_interval[1]);
+    let got = recorded("restart step interval");
+    assert!(got.contains(&want), "{got:?} does not say {want:?}");
+    let (lo, hi) = min_max(&r.started_to_old_stopped);
+    let want = format!("{lo:.1}–{hi:.1} s");
+    let got = recorded("restart: new started → old stopped (time to ready)");
+    assert!(got.contains(&want), "{got:?} does not say {want:?}");
+}
+
 /// The recorded timings in `localplane::timings` are what the recording says.
 #[test]
 fn recorded_timings_are_derived_from_the_recording() {
