@@ -37,6 +37,11 @@
 //! - `recovers`: the selected windows have errors, and the last window with requests has none
 //!   (the app served again without intervention).
 //! - `action_failed`: a recorded action of the step for `app` has `outcome = "failed"`.
+//! - `slowest_between`: the slowest response of the windows (a bucket's `max_ms`, or the
+//!   slowest `req` line) is within `[min, max]` ms (a cold start's held request: at least the
+//!   startup delay, at most a bound).
+//! - `system_event_at_least`: rows of `app` with `reason` (and `contains` in the message) ≥
+//!   `min` (1), e.g. the scale decisions `KEDAScaleTargetActivated`, `SuccessfulRescale`.
 
 use labkit::config::parse_duration;
 use serde_json::{Value, json};
@@ -102,15 +107,18 @@ fn judged(ok: bool, detail: String, numbers: Value, rows: Vec<String>) -> Eval {
 fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
     use lab::CheckKind as K;
     let level = match c.kind {
-        K::StatusSeen | K::NoErrors | K::ErrorsAtLeast | K::Recovers => Level::Measured,
+        K::StatusSeen | K::NoErrors | K::ErrorsAtLeast | K::Recovers | K::SlowestBetween => {
+            Level::Measured
+        }
         _ => Level::Observed,
     };
     let e = match inp.runs {
         Err(why) => invalid(format!("runs.json: {why}")),
         Ok(runs) => match &c.kind {
-            K::StatusSeen | K::NoErrors | K::ErrorsAtLeast | K::Recovers => {
+            K::StatusSeen | K::NoErrors | K::ErrorsAtLeast | K::Recovers | K::SlowestBetween => {
                 load_check(c, runs, inp)
             }
+            K::SystemEventAtLeast => event_check(c, runs, inp.acc),
             K::RestartCountAtLeast
             | K::RestartCountAtMost
             | K::ProbeFailed
@@ -153,6 +161,8 @@ struct Win {
     count: u64,
     err: u64,
     status: u64,
+    /// The slowest response of the window (ms), when its source tells it.
+    max_ms: Option<f64>,
 }
 
 /// The windows a load check judges (the step's runs of its load, one scenario), with the totals
@@ -262,6 +272,7 @@ fn load_windows<'a>(
                     count: w.count,
                     err: w.err,
                     status: st(&w.status),
+                    max_ms: (w.count > 0).then(|| w.hist.max() as f64 / 1000.0),
                 });
             }
         } else {
@@ -272,6 +283,7 @@ fn load_windows<'a>(
                     count: w.count,
                     err: w.err,
                     status: st(&w.status),
+                    max_ms: w.max_ms,
                 });
             }
         }
@@ -347,8 +359,49 @@ fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
                 sel.rows_where(inp, &|w| w.err > 0),
             )
         }
+        "slowest_between" => slowest_between(c, &sel, inp),
         _ => recovers(&sel, inp),
     }
+}
+
+/// `slowest_between`: the slowest response of the windows (their largest `max_ms`: a bucket's
+/// max, or the slowest `req` line) is within `[min, max]` ms. Not evaluated without requests or
+/// when no window tells its slowest response.
+fn slowest_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
+    let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
+    let (Some(lo), Some(hi)) = (c.min, c.max) else {
+        return invalid("slowest_between needs `min` and `max` (ms)");
+    };
+    if sel.requests == 0 {
+        return invalid(format!(
+            "no requests of {load}/{scenario} in {where_}: nothing to judge"
+        ));
+    }
+    let slowest = sel
+        .wins
+        .iter()
+        .filter_map(|w| w.max_ms.map(|m| (m, w)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let Some((ms, win)) = slowest else {
+        return invalid(format!(
+            "no window of {load}/{scenario} in {where_} tells its slowest response"
+        ));
+    };
+    let ok = ms >= lo && ms <= hi;
+    judged(
+        ok,
+        format!(
+            "slowest response {ms:.0} ms (must be {lo}-{hi} ms) of {} requests of {load}/{scenario}, {where_}, in the window at {}",
+            sel.requests,
+            iso_ms(win.start_ms)
+        ),
+        with(
+            sel.base(),
+            json!({"slowest_ms": ms, "min_ms": lo, "max_ms": hi,
+                   "window": iso_ms(win.start_ms)}),
+        ),
+        sel.row_of(inp, win).into_iter().collect(),
+    )
 }
 
 /// `recovers`: the windows have errors, and the last window with requests has none.
@@ -499,6 +552,7 @@ fn event_check(c: &CheckSpec, runs: &RunsFile, acc: &Acc) -> Eval {
     };
     match c.kind.as_str() {
         "restart_count_at_least" | "restart_count_at_most" => restart_count(c, acc, &sc),
+        "system_event_at_least" => system_event_at_least(c, acc, &sc),
         _ => {
             let Some(probe) = &c.probe else {
                 return invalid(format!("check kind {} needs `probe`", c.kind));
@@ -516,6 +570,42 @@ fn event_check(c: &CheckSpec, runs: &RunsFile, acc: &Acc) -> Eval {
             }
         }
     }
+}
+
+/// `system_event_at_least`: rows of `app` in scope with `reason` (and `contains` in the
+/// message) number at least `min` (1).
+fn system_event_at_least(c: &CheckSpec, acc: &Acc, sc: &EventScope) -> Eval {
+    let Some(reason) = &c.reason else {
+        return invalid("system_event_at_least needs `reason`");
+    };
+    let evs: Vec<&SystemEvent> = acc
+        .system
+        .iter()
+        .filter(|e| sc.contains(e) && &e.reason == reason)
+        .filter(|e| {
+            c.contains
+                .as_ref()
+                .is_none_or(|t| e.msg.contains(t.as_str()))
+        })
+        .collect();
+    let min = c.min.unwrap_or(1.0);
+    let n = evs.len();
+    let with_text = c
+        .contains
+        .as_ref()
+        .map_or(String::new(), |t| format!(" containing {t:?}"));
+    judged(
+        n as f64 >= min,
+        format!(
+            "{n} {reason} event(s){with_text} of {} (need >= {min}) in {}{}",
+            sc.app,
+            sc.what,
+            evs.first()
+                .map_or(String::new(), |e| format!("; first: {}", e.msg))
+        ),
+        sc.numbers(json!({"reason": reason, "contains": c.contains, "count": n, "min": min})),
+        refs(&evs),
+    )
 }
 
 /// `restart_count_at_least` / `_at_most`: the `ContainerTerminated` rows in scope that are

@@ -549,3 +549,118 @@ min = 2
     assert_eq!(gate(&a, "ro never restarted").status, Status::NotEvaluated);
     assert_eq!(a.verdict.verdict, Outcome::Invalid);
 }
+
+const SCALING_CHECKS: &str = r#"
+[[checks]]
+name = "held through a cold start"
+kind = "slowest_between"
+load = "ro"
+step = "outage"
+min = 3000
+max = 10000
+
+[[checks]]
+name = "slowest just above the bound"
+kind = "slowest_between"
+load = "ro"
+step = "outage"
+min = 3401
+max = 10000
+
+[[checks]]
+name = "slowest just below the bound"
+kind = "slowest_between"
+load = "ro"
+step = "outage"
+min = 1000
+max = 3399
+
+[[checks]]
+name = "no max in the rl buckets"
+kind = "slowest_between"
+load = "rl"
+step = "outage"
+min = 1
+max = 10000
+
+[[checks]]
+name = "woke from zero"
+kind = "system_event_at_least"
+app = "ro"
+reason = "KEDAScaleTargetActivated"
+step = "outage"
+
+[[checks]]
+name = "scaled in to 1"
+kind = "system_event_at_least"
+app = "ro"
+reason = "SuccessfulRescale"
+contains = "New size: 1;"
+step = "outage"
+
+[[checks]]
+name = "two rescales"
+kind = "system_event_at_least"
+app = "ro"
+reason = "SuccessfulRescale"
+min = 2
+
+[[checks]]
+name = "three rescales"
+kind = "system_event_at_least"
+app = "ro"
+reason = "SuccessfulRescale"
+min = 3
+
+[[checks]]
+name = "no scale-in in the baseline"
+kind = "system_event_at_least"
+app = "ro"
+reason = "SuccessfulRescale"
+step = "baseline"
+
+[[checks]]
+name = "rl never scaled"
+kind = "system_event_at_least"
+app = "rl"
+reason = "SuccessfulRescale"
+"#;
+
+#[test]
+fn slowest_and_system_event_checks_pass_and_fail_at_their_bounds() {
+    let a = run(SCALING_CHECKS);
+    assert_statuses(
+        &a,
+        &[
+            ("held through a cold start", Status::Pass),
+            ("slowest just above the bound", Status::Fail),
+            ("slowest just below the bound", Status::Fail),
+            ("no max in the rl buckets", Status::NotEvaluated),
+            ("woke from zero", Status::Pass),
+            ("scaled in to 1", Status::Pass),
+            ("two rescales", Status::Pass),
+            ("three rescales", Status::Fail),
+            ("no scale-in in the baseline", Status::Fail),
+            ("rl never scaled", Status::Fail),
+        ],
+    );
+    let g = gate(&a, "held through a cold start");
+    assert_eq!(g.numbers["slowest_ms"], 3400.0);
+    assert_eq!(g.numbers["window"], "2026-07-01T10:01:30.000Z");
+    assert_eq!(
+        g.rows.len(),
+        1,
+        "the slowest window, as a Q2 row: {:?}",
+        g.rows
+    );
+    let g = gate(&a, "scaled in to 1");
+    assert_eq!(g.numbers["count"], 1);
+    assert!(
+        g.detail.contains("New size: 1; reason: cooldown"),
+        "{}",
+        g.detail
+    );
+    assert_eq!(gate(&a, "two rescales").numbers["count"], 2);
+    // A check that cannot be evaluated makes the whole verdict invalid.
+    assert_eq!(a.verdict.verdict, Outcome::Invalid, "{:?}", a.verdict);
+}

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use appmodel::{
     ActiveRevisionsMode, Configuration, Container, ContainerApp, ContainerAppProperties,
-    ContainerResources, EnvVar, HttpGetAction, Ingress, ManagedServiceIdentity, ProbeType,
-    RegistryCredentials, Scale, Secret, TcpSocketAction, Template,
+    ContainerResources, EnvVar, HttpGetAction, HttpScaleRule, Ingress, ManagedServiceIdentity,
+    ProbeType, RegistryCredentials, Scale, ScaleRule, Secret, TcpSocketAction, Template,
 };
 use serde_json::{Map, Value};
 
@@ -42,6 +42,42 @@ pub struct Registry<'a> {
     pub server: &'a str,
     /// The resource id of the user-assigned identity with `AcrPull` on the registry.
     pub identity: &'a str,
+}
+
+/// `template.scale`: the fixed count as `minReplicas = maxReplicas`, or the lab's scale rule
+/// (an `http` rule named `http-concurrency` when it sets `concurrent_requests`, else no rule,
+/// which is Container Apps' default HTTP rule).
+fn scale(app: &App) -> Scale {
+    let Some(s) = &app.scale else {
+        return Scale {
+            min_replicas: Some(app.min_replicas()),
+            max_replicas: Some(app.max_replicas()),
+            ..Scale::default()
+        };
+    };
+    let rules = s
+        .concurrent_requests
+        .map(|n| ScaleRule {
+            name: Some("http-concurrency".to_owned()),
+            http: Some(HttpScaleRule {
+                metadata: Some(BTreeMap::from([(
+                    "concurrentRequests".to_owned(),
+                    n.to_string(),
+                )])),
+                ..HttpScaleRule::default()
+            }),
+            ..ScaleRule::default()
+        })
+        .into_iter()
+        .collect();
+    Scale {
+        min_replicas: Some(s.min_replicas),
+        max_replicas: Some(s.max_replicas),
+        cooldown_period: s.cooldown_seconds,
+        polling_interval: s.polling_seconds,
+        rules,
+        ..Scale::default()
+    }
 }
 
 /// The PUT body for `app`, as the wire model `arm` sends and localplane parses.
@@ -98,11 +134,7 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
             }),
             ..Container::default()
         }],
-        scale: Some(Scale {
-            min_replicas: Some(app.replicas),
-            max_replicas: Some(app.replicas),
-            ..Scale::default()
-        }),
+        scale: Some(scale(app)),
         termination_grace_period_seconds: app.termination_grace_seconds,
         ..Template::default()
     };
@@ -189,7 +221,8 @@ mod tests {
         App {
             name: "subject".into(),
             image: "probelab/subject:dev".into(),
-            replicas: 3,
+            replicas: Some(3),
+            scale: None,
             termination_grace_seconds: Some(30),
             ingress: Some(Ingress {
                 external: true,
@@ -260,6 +293,43 @@ mod tests {
         // No registry: nothing about pulling, no identity (what localplane gets).
         assert!(cfg.get("registries").is_none());
         assert!(body.get("identity").is_none());
+    }
+
+    #[test]
+    fn a_scale_block_renders_the_http_rule_and_the_periods() {
+        let at = Placement {
+            location: "local",
+            environment_id: "env",
+            simulate_token: None,
+            tags: &[],
+            registry: None,
+        };
+        let mut a = app();
+        a.replicas = None;
+        a.scale = Some(crate::schema::AppScale {
+            min_replicas: 0,
+            max_replicas: 3,
+            concurrent_requests: Some(4),
+            polling_seconds: Some(1),
+            cooldown_seconds: Some(10),
+        });
+        let s = &wire(&a, &at)["properties"]["template"]["scale"];
+        assert_eq!(
+            *s,
+            json!({"minReplicas": 0, "maxReplicas": 3, "cooldownPeriod": 10, "pollingInterval": 1,
+                   "rules": [{"name": "http-concurrency",
+                              "http": {"metadata": {"concurrentRequests": "4"}}}]})
+        );
+        // Without concurrent_requests and the periods: the platform's defaults, no rule.
+        a.scale = Some(crate::schema::AppScale {
+            min_replicas: 0,
+            max_replicas: 10,
+            concurrent_requests: None,
+            polling_seconds: None,
+            cooldown_seconds: None,
+        });
+        let s = &wire(&a, &at)["properties"]["template"]["scale"];
+        assert_eq!(*s, json!({"minReplicas": 0, "maxReplicas": 10}));
     }
 
     #[test]

@@ -35,6 +35,12 @@ pub enum CheckKind {
     ProbeFailedFirst,
     /// A recorded action of the step for `app` failed. [Observed]
     ActionFailed,
+    /// The slowest response of the load is between `min` and `max` milliseconds (e.g. a request
+    /// held through a cold start: at least the startup delay, at most a bound). [Measured]
+    SlowestBetween,
+    /// System events of `app` with `reason` (and `contains` in the message) ≥ `min` (1), e.g. the
+    /// scale decisions `KEDAScaleTargetActivated` or `SuccessfulRescale`. [Observed]
+    SystemEventAtLeast,
     /// A `kind` this version does not know (rejected by `lab::load`).
     Unknown(String),
 }
@@ -85,7 +91,7 @@ const PROBE: Param = req("probe", "Startup, Readiness or Liveness");
 const MIN_COUNT: Param = opt("min", "at least this many (a whole number >= 1; default 1)");
 
 /// Every known kind, in the order the docs list them.
-pub const ALL: [CheckKind; 9] = [
+pub const ALL: [CheckKind; 11] = [
     CheckKind::StatusSeen,
     CheckKind::NoErrors,
     CheckKind::ErrorsAtLeast,
@@ -95,6 +101,8 @@ pub const ALL: [CheckKind; 9] = [
     CheckKind::ProbeFailed,
     CheckKind::ProbeFailedFirst,
     CheckKind::ActionFailed,
+    CheckKind::SlowestBetween,
+    CheckKind::SystemEventAtLeast,
 ];
 
 /// The `kind` names of [`ALL`].
@@ -108,6 +116,8 @@ pub const KINDS: &[&str] = &[
     "probe_failed",
     "probe_failed_first",
     "action_failed",
+    "slowest_between",
+    "system_event_at_least",
 ];
 
 impl CheckKind {
@@ -123,6 +133,8 @@ impl CheckKind {
             CheckKind::ProbeFailed => "probe_failed",
             CheckKind::ProbeFailedFirst => "probe_failed_first",
             CheckKind::ActionFailed => "action_failed",
+            CheckKind::SlowestBetween => "slowest_between",
+            CheckKind::SystemEventAtLeast => "system_event_at_least",
             CheckKind::Unknown(s) => s,
         }
     }
@@ -136,7 +148,19 @@ impl CheckKind {
             "step",
             "the step whose actions are read (default: every step)",
         );
+        const MIN_MS: Param = req("min", "the slowest response takes at least this many ms");
+        const MAX_MS: Param = req("max", "and at most this many ms");
+        const REASON: Param = req(
+            "reason",
+            "the system event's reason, e.g. KEDAScaleTargetActivated",
+        );
+        const CONTAINS: Param = opt(
+            "contains",
+            "only events whose message contains this text (case-sensitive)",
+        );
         const STATUS_SEEN: &[Param] = &[LOAD, SCENARIO, STEP, STATUS, MIN_COUNT];
+        const SLOWEST: &[Param] = &[LOAD, SCENARIO, STEP, MIN_MS, MAX_MS];
+        const EVENTS: &[Param] = &[APP, REASON, CONTAINS, STEP, WITHIN, MIN_COUNT];
         const LOAD_ONLY: &[Param] = &[LOAD, SCENARIO, STEP];
         const ERRORS: &[Param] = &[LOAD, SCENARIO, STEP, MIN_COUNT];
         const RESTARTS_MIN: &[Param] = &[APP, STEP, WITHIN, MIN_COUNT];
@@ -151,6 +175,8 @@ impl CheckKind {
             CheckKind::RestartCountAtMost => RESTARTS_MAX,
             CheckKind::ProbeFailed | CheckKind::ProbeFailedFirst => PROBES,
             CheckKind::ActionFailed => ACTION,
+            CheckKind::SlowestBetween => SLOWEST,
+            CheckKind::SystemEventAtLeast => EVENTS,
             CheckKind::Unknown(_) => &[],
         }
     }
@@ -208,6 +234,10 @@ pub struct Check {
     pub max: Option<f64>,
     #[serde(default)]
     pub within: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub contains: Option<String>,
 }
 
 impl Check {
@@ -224,6 +254,8 @@ impl Check {
             ("min", self.min.is_some()),
             ("max", self.max.is_some()),
             ("within", self.within.is_some()),
+            ("reason", self.reason.is_some()),
+            ("contains", self.contains.is_some()),
         ] {
             if set {
                 v.push(k);

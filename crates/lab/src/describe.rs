@@ -208,6 +208,9 @@ pub fn step_text(lab: &Lab, s: &Step) -> String {
             loads.join(", ")
         }
     );
+    if s.sample {
+        t.push_str("; replicas and revision states sampled throughout");
+    }
     t
 }
 
@@ -249,6 +252,19 @@ pub fn check_text(c: &Check) -> String {
             n(c.min, 1.0)
         ),
         CheckKind::ActionFailed => format!("a recorded action on {app} fails"),
+        CheckKind::SlowestBetween => format!(
+            "the slowest response of {stream} takes {} to {} ms",
+            n(c.min, f64::NAN),
+            n(c.max, f64::NAN)
+        ),
+        CheckKind::SystemEventAtLeast => format!(
+            "at least {} {} event(s) of {app}{}",
+            n(c.min, 1.0),
+            any(&c.reason),
+            c.contains
+                .as_ref()
+                .map_or(String::new(), |t| format!(" whose message contains {t:?}"))
+        ),
         CheckKind::Unknown(_) => "unknown kind".to_owned(),
     };
     let scope = match (&c.step, &c.within) {
@@ -337,7 +353,7 @@ fn apparatus(o: &mut String, lab: &Lab) {
             o,
             "  - {}: {} × {}{}",
             a.name,
-            a.replicas,
+            replicas_in_words(a),
             a.image,
             if probes.is_empty() {
                 String::new()
@@ -374,4 +390,24 @@ mod tests {
         assert_eq!(human(Duration::from_secs(7200 + 300)), "2h 05m");
         assert_eq!(human(Duration::from_secs(3600 + 61)), "1h 01m 01s");
     }
+}
+
+/// `3` for a fixed count; `0-3 (scale: HTTP rule, 2 concurrent requests per replica, polling
+/// 1 s, cooldown 10 s)` for a scale rule.
+fn replicas_in_words(a: &crate::schema::App) -> String {
+    let Some(s) = &a.scale else {
+        return a.min_replicas().to_string();
+    };
+    let rule = s.concurrent_requests.map_or(
+        "the default HTTP rule, 10 concurrent requests per replica".to_owned(),
+        |n| format!("HTTP rule, {n} concurrent request(s) per replica"),
+    );
+    let secs = |v: Option<u32>, dflt: u32| v.unwrap_or(dflt);
+    format!(
+        "{}-{} (scale: {rule}, polling {} s, cooldown {} s)",
+        s.min_replicas,
+        s.max_replicas,
+        secs(s.polling_seconds, 30),
+        secs(s.cooldown_seconds, 300)
+    )
 }

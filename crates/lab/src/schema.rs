@@ -147,8 +147,12 @@ pub struct App {
     pub name: String,
     /// `probelab/<name>:<tag>`; `:dev` locally, the pushed tag on Azure.
     pub image: String,
-    #[serde(default = "one")]
-    pub replicas: u32,
+    /// A fixed replica count (`minReplicas = maxReplicas`); without it and without `scale`, 1.
+    #[serde(default)]
+    pub replicas: Option<u32>,
+    /// Scale rule instead of a fixed count (exclusive with `replicas`).
+    #[serde(default)]
+    pub scale: Option<AppScale>,
     #[serde(default)]
     pub termination_grace_seconds: Option<u64>,
     #[serde(default)]
@@ -169,8 +173,42 @@ pub struct App {
     pub routing_removal_lag_ms: Option<u64>,
 }
 
-fn one() -> u32 {
-    1
+/// An app's `template.scale` with Container Apps' HTTP rule: replicas between `min_replicas`
+/// (0 allowed: scale to zero) and `max_replicas`, desired = ceil(concurrent requests /
+/// `concurrent_requests`). Unset fields keep the platform's defaults (Microsoft Learn, "Set
+/// scaling rules": concurrentRequests 10, pollingInterval 30 s, cooldownPeriod 300 s).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppScale {
+    pub min_replicas: u32,
+    pub max_replicas: u32,
+    /// The HTTP rule's `concurrentRequests`; without it the platform's default HTTP rule.
+    #[serde(default)]
+    pub concurrent_requests: Option<u32>,
+    #[serde(default)]
+    pub polling_seconds: Option<u32>,
+    #[serde(default)]
+    pub cooldown_seconds: Option<u32>,
+}
+
+impl App {
+    /// The replicas the app runs at least: `replicas`, `scale.min_replicas`, else 1.
+    pub fn min_replicas(&self) -> u32 {
+        match (&self.scale, self.replicas) {
+            (Some(s), _) => s.min_replicas,
+            (None, Some(n)) => n,
+            (None, None) => 1,
+        }
+    }
+
+    /// The replicas the app runs at most.
+    pub fn max_replicas(&self) -> u32 {
+        match (&self.scale, self.replicas) {
+            (Some(s), _) => s.max_replicas,
+            (None, Some(n)) => n,
+            (None, None) => 1,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -235,6 +273,11 @@ pub struct Load {
     pub also: Vec<String>,
     #[serde(default)]
     pub log_requests: Option<String>,
+    /// The path the runner polls before the first step until the target serves it 5 times in a
+    /// row (default: `path`). Set it when the load's own requests are long (`/slow?seconds=60`),
+    /// which the serving check's 5 s timeout would never see answered.
+    #[serde(default)]
+    pub ready_path: Option<String>,
 }
 
 fn root_path() -> String {
@@ -275,6 +318,11 @@ pub struct Step {
     /// Loads that run in this step (default: all).
     #[serde(default)]
     pub loads: Option<Vec<String>>,
+    /// Runs the perturbation sampler over the whole step (revision states and replica counts
+    /// every tick), for a step without an action: a scaling lab's idle and load steps, whose
+    /// replica counts are the story. An action step samples around each event already.
+    #[serde(default)]
+    pub sample: bool,
 }
 
 /// A perturbation.

@@ -403,8 +403,11 @@ fn apps(v: &mut V, lab: &Lab) {
         if app.image.trim().is_empty() {
             v.push(k("image"), item.clone(), "must not be empty");
         }
-        if app.replicas == 0 {
+        if app.replicas == Some(0) {
             v.push(k("replicas"), item.clone(), "must be at least 1");
+        }
+        if let Some(s) = &app.scale {
+            app_scale(v, &k, &item, s, app.replicas.is_some());
         }
         if let Some(ing) = &app.ingress
             && ing.target_port == 0
@@ -470,12 +473,15 @@ fn loads(v: &mut V, lab: &Lab) {
                 format!("target app {:?} is not defined", load.target),
             );
         }
-        if !load.path.starts_with('/') {
-            v.push(
-                k("path"),
-                item.clone(),
-                format!("{:?} must start with /", load.path),
-            );
+        for (key, path) in [
+            ("path", Some(&load.path)),
+            ("ready_path", load.ready_path.as_ref()),
+        ] {
+            if let Some(p) = path
+                && !p.starts_with('/')
+            {
+                v.push(k(key), item.clone(), format!("{p:?} must start with /"));
+            }
         }
         if !["close", "keep-alive"].contains(&load.connection.as_str()) {
             v.push(
@@ -588,6 +594,14 @@ fn steps(v: &mut V, lab: &Lab) {
         }
         if let Some(action) = &step.action {
             action_problems(v, lab, &k("action"), &item, action);
+            if step.sample {
+                v.push(
+                    k("sample"),
+                    item.clone(),
+                    "an action step samples around each of its events already; `sample` is for \
+                     a step without an action",
+                );
+            }
         }
         for (j, l) in step.loads.iter().flatten().enumerate() {
             if !lab.load.iter().any(|x| &x.name == l) {
@@ -836,7 +850,69 @@ fn check_ranges(v: &mut V, i: usize, c: &Check) {
             format!("{m} is not a whole number >= 0"),
         );
     }
+    if c.kind == CheckKind::SlowestBetween
+        && let (Some(lo), Some(hi)) = (c.min, c.max)
+        && lo > hi
+    {
+        v.push(
+            k("max"),
+            item.clone(),
+            format!("{hi} is below min {lo}: no response time could pass"),
+        );
+    }
+    for (key, text) in [("reason", &c.reason), ("contains", &c.contains)] {
+        if text.as_ref().is_some_and(|t| t.trim().is_empty()) {
+            v.push(k(key), item.clone(), "must not be empty");
+        }
+    }
     v.duration(&k("within"), &item, c.within.as_deref(), false);
+}
+
+/// An app's `scale` block: within Container Apps' limits (Microsoft Learn, "Set scaling rules":
+/// min 0, max 1-1000) and not beside a fixed `replicas`.
+fn app_scale(
+    v: &mut V,
+    k: &dyn Fn(&str) -> String,
+    item: &Option<String>,
+    s: &crate::schema::AppScale,
+    fixed: bool,
+) {
+    if fixed {
+        v.push(
+            k("replicas"),
+            item.clone(),
+            "set either `replicas` (a fixed count) or `scale`, not both",
+        );
+    }
+    if !(1..=1000).contains(&s.max_replicas) {
+        v.push(
+            k("scale.max_replicas"),
+            item.clone(),
+            format!("{} is outside 1-1000", s.max_replicas),
+        );
+    }
+    if s.min_replicas > s.max_replicas {
+        v.push(
+            k("scale.min_replicas"),
+            item.clone(),
+            format!(
+                "{} is above max_replicas {}",
+                s.min_replicas, s.max_replicas
+            ),
+        );
+    }
+    for (key, val) in [
+        ("concurrent_requests", s.concurrent_requests),
+        ("polling_seconds", s.polling_seconds),
+    ] {
+        if val == Some(0) {
+            v.push(
+                k(&format!("scale.{key}")),
+                item.clone(),
+                "must be at least 1",
+            );
+        }
+    }
 }
 
 fn is_resource_name(s: &str) -> bool {

@@ -7,13 +7,17 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 6] = [
+const CATALOGUE: [&str; 10] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
     "liveness-failure-patterns",
     "worker-saturation",
     "rolling-drain",
+    "scale-to-zero-cold-start",
+    "scale-to-zero-cold-start-lying-readiness",
+    "scale-in-termination",
+    "scale-in-termination-short-grace",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {
@@ -119,7 +123,7 @@ fn the_rollout_lab_keeps_the_original_numbers_in_full() {
     );
     let app = lab.app("subject").unwrap();
     assert_eq!(app.env["STARTUP_DELAY_SECONDS"], "25");
-    assert_eq!(app.replicas, 3);
+    assert_eq!(app.replicas, Some(3));
     assert_eq!(lab.load[0].rate, Some(200.0));
     assert_eq!(lab.load[0].connection, "close");
     let perturbation = lab.steps.iter().find(|s| s.name == "perturbation").unwrap();

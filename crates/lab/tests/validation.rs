@@ -82,6 +82,9 @@ fn every_kind_loads_with_its_parameters() {
         "kind = \"probe_failed\"\napp = \"web\"\nprobe = \"Liveness\"\nmin = 3",
         "kind = \"probe_failed_first\"\napp = \"web\"\nprobe = \"readiness\"",
         "kind = \"action_failed\"\napp = \"web\"\nstep = \"kick\"",
+        "kind = \"slowest_between\"\nload = \"main\"\nstep = \"baseline\"\nmin = 5000\nmax = 30000",
+        "kind = \"system_event_at_least\"\napp = \"web\"\nreason = \"SuccessfulRescale\"\ncontains = \"New size: 2;\"",
+        "kind = \"system_event_at_least\"\napp = \"web\"\nreason = \"KEDAScaleTargetActivated\"\nstep = \"kick\"\nwithin = \"30s\"\nmin = 2",
     ] {
         ok(&obs(check), "full");
     }
@@ -176,6 +179,103 @@ fn check_values_are_range_checked_on_both_sides() {
     assert!(e.contains("checks[0].status") && e.contains("600"), "{e}");
     let e = err(&obs(&format!("{kind}\nstatus = \"503\"")), "full");
     assert!(e.contains("checks[0].status: invalid type"), "{e}");
+
+    // slowest_between: a window that holds one value is allowed, an empty one is not.
+    let kind = "kind = \"slowest_between\"\nload = \"main\"";
+    ok(&obs(&format!("{kind}\nmin = 5000\nmax = 5000")), "full");
+    let e = err(&obs(&format!("{kind}\nmin = 5000\nmax = 4999")), "full");
+    assert!(
+        e.contains("checks[0].max") && e.contains("below min 5000"),
+        "{e}"
+    );
+    let e = err(&obs(&format!("{kind}\nmin = 5000")), "full");
+    assert!(e.contains("checks[0].max"), "{e}");
+    let kind = "kind = \"system_event_at_least\"\napp = \"web\"";
+    let e = err(&obs(kind), "full");
+    assert!(e.contains("checks[0].reason"), "{e}");
+    let e = err(&obs(&format!("{kind}\nreason = \" \"")), "full");
+    assert!(e.contains("checks[0].reason") && e.contains("empty"), "{e}");
+}
+
+/// An app with `scale_line` (TOML keys of the app) on top of a minimal observation lab.
+fn scaled(scale_line: &str) -> String {
+    obs("kind = \"no_errors\"\nload = \"main\"").replacen(
+        "[[apps]]\nname = \"idle\"\nimage = \"probelab/subject:dev\"\n",
+        &format!("[[apps]]\nname = \"idle\"\nimage = \"probelab/subject:dev\"\n{scale_line}\n"),
+        1,
+    )
+}
+
+#[test]
+fn a_scale_block_is_checked_against_container_apps_limits() {
+    let l = ok(
+        &scaled(
+            "scale = { min_replicas = 0, max_replicas = 1000, concurrent_requests = 1, polling_seconds = 1, cooldown_seconds = 0 }",
+        ),
+        "full",
+    );
+    let idle = l.apps.iter().find(|a| a.name == "idle").unwrap();
+    assert_eq!((idle.min_replicas(), idle.max_replicas()), (0, 1000));
+    ok(
+        &scaled("scale = { min_replicas = 3, max_replicas = 3 }"),
+        "full",
+    );
+    for (line, want) in [
+        (
+            "scale = { min_replicas = 0, max_replicas = 1001 }",
+            "apps[1].scale.max_replicas",
+        ),
+        (
+            "scale = { min_replicas = 0, max_replicas = 0 }",
+            "apps[1].scale.max_replicas",
+        ),
+        (
+            "scale = { min_replicas = 4, max_replicas = 3 }",
+            "apps[1].scale.min_replicas",
+        ),
+        (
+            "scale = { min_replicas = 0, max_replicas = 3, concurrent_requests = 0 }",
+            "apps[1].scale.concurrent_requests",
+        ),
+        (
+            "scale = { min_replicas = 0, max_replicas = 3, polling_seconds = 0 }",
+            "apps[1].scale.polling_seconds",
+        ),
+        (
+            "replicas = 2\nscale = { min_replicas = 0, max_replicas = 3 }",
+            "either `replicas` (a fixed count) or `scale`",
+        ),
+        (
+            "scale = { min_replicas = 0, max_replicas = 3, cooldown = 5 }",
+            "unknown field `cooldown`",
+        ),
+    ] {
+        let e = err(&scaled(line), "full");
+        assert!(e.contains(want), "{line}: {e}");
+    }
+}
+
+#[test]
+fn sample_is_for_steps_without_an_action() {
+    let base = obs("kind = \"no_errors\"\nload = \"main\"");
+    let l = ok(
+        &base.replacen(
+            "loads = [\"main\"]\n",
+            "loads = [\"main\"]\nsample = true\n",
+            1,
+        ),
+        "full",
+    );
+    assert!(l.steps[0].sample && !l.steps[1].sample);
+    let e = err(
+        &base.replacen(
+            "interval = \"60s\"\n",
+            "interval = \"60s\"\nsample = true\n",
+            1,
+        ),
+        "full",
+    );
+    assert!(e.contains("steps[1].sample"), "{e}");
 }
 
 #[test]

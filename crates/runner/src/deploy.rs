@@ -239,8 +239,8 @@ pub async fn wait_ready(t: &Target, apps: &[String], timeout: Duration) -> Resul
 /// Consecutive good answers that count as "serving".
 pub const SERVING_STREAK: u32 = 5;
 
-/// Waits until every app a load targets answers its load path with 2xx/3xx through the ingress
-/// [`SERVING_STREAK`] times in a row. Readiness alone is not enough: an app whose readiness lies
+/// Waits until every app a load targets answers its load path (or the load's `ready_path`) with
+/// 2xx/3xx through the ingress [`SERVING_STREAK`] times in a row. Readiness alone is not enough: an app whose readiness lies
 /// (the positive control) is "ready" long before it serves, and a baseline started then would
 /// measure the warm-up instead of the steady state.
 pub async fn wait_serving(t: &Target, lab: &Lab, timeout: Duration) -> Result<(), RunError> {
@@ -253,7 +253,12 @@ pub async fn wait_serving(t: &Target, lab: &Lab, timeout: Duration) -> Result<()
     let mut targets: Vec<(&str, &str)> = lab
         .load
         .iter()
-        .map(|l| (l.target.as_str(), l.path.as_str()))
+        .map(|l| {
+            (
+                l.target.as_str(),
+                l.ready_path.as_deref().unwrap_or(&l.path),
+            )
+        })
         .collect();
     targets.sort_unstable();
     targets.dedup();

@@ -700,6 +700,14 @@ async fn start_samplers(
     let dur = plan.duration;
     let windows = if plan.step.action.is_some() {
         sampler_windows(times, dur, SAMPLER_LEAD)
+    } else if plan.step.sample {
+        // `sample = true`: one window over the whole step, as event 1 of its sampler.
+        vec![Window {
+            event: 1,
+            fire: Duration::ZERO,
+            open: Duration::ZERO,
+            close: dur,
+        }]
     } else {
         Vec::new()
     };

@@ -180,6 +180,7 @@ mod tests {
             staircase_step: None,
             staircase_pause: None,
             loads: None,
+            sample: false,
         }
     }
 
