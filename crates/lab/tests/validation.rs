@@ -414,3 +414,38 @@ fn wrong_types_and_unknown_keys_name_their_key_path() {
         "{e}"
     );
 }
+
+#[test]
+fn load_replicas_are_one_to_twenty_and_split_workers_evenly() {
+    let base = obs("kind = \"no_errors\"\nstep = \"baseline\"\nload = \"main\"");
+    let main = "[[load]]\nname = \"main\"\ntarget = \"web\"\n";
+    let with = |extra: &str| base.replace(main, &format!("{main}{extra}\n"));
+    assert_eq!(ok(&base, "full").load[0].replica_count(), 1);
+    for n in [1, 20] {
+        let l = ok(&with(&format!("replicas = {n}")), "full");
+        assert_eq!(l.load[0].replicas, Some(n));
+    }
+    for n in [0, 21] {
+        let e = err(&with(&format!("replicas = {n}")), "full");
+        assert!(
+            e.contains(&format!(
+                "load[0].replicas (load \"main\"): {n} is not between 1 and 20 loadgen replicas"
+            )),
+            "{e}"
+        );
+    }
+    let closed = |w: u32, n: u32| {
+        base.replace(
+            &format!("{main}rate = 5\n"),
+            &format!("{main}workers = {w}\nreplicas = {n}\n"),
+        )
+    };
+    assert_eq!(ok(&closed(6, 3), "full").load[0].workers, Some(6));
+    let e = err(&closed(7, 3), "full");
+    assert!(
+        e.contains("load[0].replicas (load \"main\"): 7 workers do not split evenly over 3"),
+        "{e}"
+    );
+    let e = err(&with("replicas = \"3\""), "full");
+    assert!(e.contains("load[0].replicas: invalid type: string"), "{e}");
+}
