@@ -1,6 +1,7 @@
 //! Container Apps jobs: the ARM endpoints of jobs and executions, the cron scheduler of Schedule
-//! triggers, and the execution runner (`replicaTimeout`, `replicaRetryLimit`, parallelism 1, the
-//! start-time template override). What a job is and how it is stored: [`crate::job`].
+//! triggers, and the execution runner (`parallelism` replicas at once until
+//! `replicaCompletionCount` succeeded, `replicaTimeout`, `replicaRetryLimit`, the start-time
+//! template override). What a job is and how it is stored: [`crate::job`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -9,6 +10,8 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use http::StatusCode;
 use labkit::Timestamp;
 use serde_json::{Value, json};
@@ -413,8 +416,20 @@ pub fn start_execution(
     Ok(exec_name)
 }
 
-/// Runs execution `exec` of `job`: one replica at a time, a new one after a failure until
-/// `replicaRetryLimit` retries are used up; its final status.
+/// How one replica of an execution ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReplicaEnd {
+    Succeeded,
+    Failed,
+    /// The execution or localplane was stopped (or the execution gave up on its replicas).
+    Stopped,
+}
+
+/// Runs execution `exec` of `job` as a Kubernetes Job runs its pods: up to `parallelism`
+/// replicas at once, a new one while fewer than `replicaCompletionCount` have succeeded (so a
+/// failed replica is replaced), until the failures pass `replicaRetryLimit` (Failed: the
+/// replicas still running are stopped) or `replicaCompletionCount` replicas succeeded
+/// (Succeeded); its final status.
 async fn run_execution(
     plane: &Arc<Plane>,
     job: &str,
@@ -429,49 +444,95 @@ async fn run_execution(
         execution: exec.to_string(),
     };
     let arm = ctx.runtime.arm_endpoint_for_containers(&ctx.base_url);
-    let mut attempt = 0u32;
-    loop {
-        let replica = format!("{exec}-{}", random_suffix(5));
-        let deadline = tokio::time::Instant::now() + cfg.replica_timeout;
-        let mut running = Vec::new();
-        let mut failed_launch = false;
-        for (idx, c) in spec.containers.iter().enumerate() {
-            let launch = LaunchSpec {
-                owner: owner.clone(),
-                replica: replica.clone(),
-                container: c.name.clone(),
-                image: c.image.clone(),
-                command: c.command.clone(),
-                args: c.args.clone(),
-                env: execution_env(&c.env, &arm, job, exec, &replica),
-                labels: execution_labels(job, exec, &replica),
-                primary: idx == 0,
-                peers: plane.peers(),
-            };
-            match launch_container(plane, &launch).await {
-                Some(l) => running.push((launch, l)),
-                None => failed_launch = true,
+    let give_up = cancel.child_token();
+    let want = cfg.completions.max(1);
+    let width = cfg.parallelism.max(1);
+    let replica = || run_replica(plane, (job, exec), spec, cfg, &owner, &arm, &give_up);
+    let mut running = FuturesUnordered::new();
+    for _ in 0..width.min(want) {
+        running.push(replica());
+    }
+    let (mut succeeded, mut failed) = (0u32, 0u32);
+    let mut outcome = None;
+    while let Some(end) = running.next().await {
+        match end {
+            ReplicaEnd::Succeeded => succeeded += 1,
+            ReplicaEnd::Failed => failed += 1,
+            ReplicaEnd::Stopped => {
+                outcome.get_or_insert(ExecStatus::Stopped);
             }
         }
-        let (exits_ok, stopped) = wait_containers(
-            plane,
-            running,
-            deadline,
-            spec.grace,
-            cfg.replica_timeout,
-            cancel,
-        )
-        .await;
-        if stopped {
-            return ExecStatus::Stopped;
+        if outcome.is_some() {
+            continue;
         }
-        if exits_ok && !failed_launch {
-            return ExecStatus::Succeeded;
+        if failed > cfg.retry_limit {
+            outcome = Some(ExecStatus::Failed);
+            give_up.cancel();
+            continue;
         }
-        attempt += 1;
-        if attempt > cfg.retry_limit {
-            return ExecStatus::Failed;
+        let needed = want.saturating_sub(succeeded).min(width);
+        while u32::try_from(running.len()).unwrap_or(u32::MAX) < needed {
+            running.push(replica());
         }
+    }
+    outcome.unwrap_or(if succeeded >= want {
+        ExecStatus::Succeeded
+    } else {
+        ExecStatus::Failed
+    })
+}
+
+/// Runs one replica of execution `exec` of `job`: its containers launched, waited for until
+/// `replicaTimeout`, and removed.
+async fn run_replica(
+    plane: &Arc<Plane>,
+    (job, exec): (&str, &str),
+    spec: &TemplateSpec,
+    cfg: &JobConfig,
+    owner: &Owner,
+    arm: &str,
+    cancel: &CancellationToken,
+) -> ReplicaEnd {
+    if cancel.is_cancelled() {
+        return ReplicaEnd::Stopped;
+    }
+    let replica = format!("{exec}-{}", random_suffix(5));
+    let deadline = tokio::time::Instant::now() + cfg.replica_timeout;
+    let mut running = Vec::new();
+    let mut failed_launch = false;
+    for (idx, c) in spec.containers.iter().enumerate() {
+        let launch = LaunchSpec {
+            owner: owner.clone(),
+            replica: replica.clone(),
+            container: c.name.clone(),
+            image: c.image.clone(),
+            command: c.command.clone(),
+            args: c.args.clone(),
+            env: execution_env(&c.env, arm, job, exec, &replica),
+            labels: execution_labels(job, exec, &replica),
+            primary: idx == 0,
+            peers: plane.peers(),
+        };
+        match launch_container(plane, &launch).await {
+            Some(l) => running.push((launch, l)),
+            None => failed_launch = true,
+        }
+    }
+    let (exits_ok, stopped) = wait_containers(
+        plane,
+        running,
+        deadline,
+        spec.grace,
+        cfg.replica_timeout,
+        cancel,
+    )
+    .await;
+    if stopped {
+        ReplicaEnd::Stopped
+    } else if exits_ok && !failed_launch {
+        ReplicaEnd::Succeeded
+    } else {
+        ReplicaEnd::Failed
     }
 }
 
