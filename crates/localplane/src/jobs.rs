@@ -4,6 +4,8 @@
 //! template override). What a job is and how it is stored: [`crate::job`].
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -447,11 +449,23 @@ async fn run_execution(
     let give_up = cancel.child_token();
     let want = cfg.completions.max(1);
     let width = cfg.parallelism.max(1);
-    let replica = || run_replica(plane, (job, exec), spec, cfg, &owner, &arm, &give_up);
-    let mut running = FuturesUnordered::new();
-    for _ in 0..width.min(want) {
-        running.push(replica());
-    }
+    let run = Replicas {
+        plane,
+        names: (job, exec),
+        spec,
+        cfg,
+        owner: &owner,
+        arm: &arm,
+        cancel: &give_up,
+    };
+    // The first replicas all start before any is waited for (one whose start fails must not
+    // keep the others from starting); a replacement starts and runs on its own.
+    let first = futures::future::join_all((0..width.min(want)).map(|_| run.launch())).await;
+    let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = ReplicaEnd> + Send + '_>>> =
+        first
+            .into_iter()
+            .map(|l| Box::pin(run.finish(l)) as Pin<Box<dyn Future<Output = _> + Send>>)
+            .collect();
     let (mut succeeded, mut failed) = (0u32, 0u32);
     let mut outcome = None;
     while let Some(end) = running.next().await {
@@ -472,7 +486,10 @@ async fn run_execution(
         }
         let needed = want.saturating_sub(succeeded).min(width);
         while u32::try_from(running.len()).unwrap_or(u32::MAX) < needed {
-            running.push(replica());
+            running.push(Box::pin(async {
+                let l = run.launch().await;
+                run.finish(l).await
+            }));
         }
     }
     outcome.unwrap_or(if succeeded >= want {
@@ -482,57 +499,83 @@ async fn run_execution(
     })
 }
 
-/// Runs one replica of execution `exec` of `job`: its containers launched, waited for until
-/// `replicaTimeout`, and removed.
-async fn run_replica(
-    plane: &Arc<Plane>,
-    (job, exec): (&str, &str),
-    spec: &TemplateSpec,
-    cfg: &JobConfig,
-    owner: &Owner,
-    arm: &str,
-    cancel: &CancellationToken,
-) -> ReplicaEnd {
-    if cancel.is_cancelled() {
-        return ReplicaEnd::Stopped;
-    }
-    let replica = format!("{exec}-{}", random_suffix(5));
-    let deadline = tokio::time::Instant::now() + cfg.replica_timeout;
-    let mut running = Vec::new();
-    let mut failed_launch = false;
-    for (idx, c) in spec.containers.iter().enumerate() {
-        let launch = LaunchSpec {
-            owner: owner.clone(),
-            replica: replica.clone(),
-            container: c.name.clone(),
-            image: c.image.clone(),
-            command: c.command.clone(),
-            args: c.args.clone(),
-            env: execution_env(&c.env, arm, job, exec, &replica),
-            labels: execution_labels(job, exec, &replica),
-            primary: idx == 0,
-            peers: plane.peers(),
-        };
-        match launch_container(plane, &launch).await {
-            Some(l) => running.push((launch, l)),
-            None => failed_launch = true,
+/// What every replica of one execution shares.
+struct Replicas<'a> {
+    plane: &'a Arc<Plane>,
+    /// The job's and the execution's names.
+    names: (&'a str, &'a str),
+    spec: &'a TemplateSpec,
+    cfg: &'a JobConfig,
+    owner: &'a Owner,
+    arm: &'a str,
+    cancel: &'a CancellationToken,
+}
+
+/// One replica's containers as launched: those running, whether one failed to start, and the
+/// instant its `replicaTimeout` ends.
+struct Launch {
+    running: Vec<(LaunchSpec, Launched)>,
+    failed_launch: bool,
+    deadline: tokio::time::Instant,
+}
+
+impl Replicas<'_> {
+    /// Starts a new replica's containers (none once the execution is stopped or given up).
+    async fn launch(&self) -> Option<Launch> {
+        if self.cancel.is_cancelled() {
+            return None;
         }
+        let (job, exec) = self.names;
+        let replica = format!("{exec}-{}", random_suffix(5));
+        let deadline = tokio::time::Instant::now() + self.cfg.replica_timeout;
+        let mut running = Vec::new();
+        let mut failed_launch = false;
+        for (idx, c) in self.spec.containers.iter().enumerate() {
+            let launch = LaunchSpec {
+                owner: self.owner.clone(),
+                replica: replica.clone(),
+                container: c.name.clone(),
+                image: c.image.clone(),
+                command: c.command.clone(),
+                args: c.args.clone(),
+                env: execution_env(&c.env, self.arm, job, exec, &replica),
+                labels: execution_labels(job, exec, &replica),
+                primary: idx == 0,
+                peers: self.plane.peers(),
+            };
+            match launch_container(self.plane, &launch).await {
+                Some(l) => running.push((launch, l)),
+                None => failed_launch = true,
+            }
+        }
+        Some(Launch {
+            running,
+            failed_launch,
+            deadline,
+        })
     }
-    let (exits_ok, stopped) = wait_containers(
-        plane,
-        running,
-        deadline,
-        spec.grace,
-        cfg.replica_timeout,
-        cancel,
-    )
-    .await;
-    if stopped {
-        ReplicaEnd::Stopped
-    } else if exits_ok && !failed_launch {
-        ReplicaEnd::Succeeded
-    } else {
-        ReplicaEnd::Failed
+
+    /// Waits for a launched replica's containers until its `replicaTimeout` and removes them.
+    async fn finish(&self, launch: Option<Launch>) -> ReplicaEnd {
+        let Some(l) = launch else {
+            return ReplicaEnd::Stopped;
+        };
+        let (exits_ok, stopped) = wait_containers(
+            self.plane,
+            l.running,
+            l.deadline,
+            self.spec.grace,
+            self.cfg.replica_timeout,
+            self.cancel,
+        )
+        .await;
+        if stopped {
+            ReplicaEnd::Stopped
+        } else if exits_ok && !l.failed_launch {
+            ReplicaEnd::Succeeded
+        } else {
+            ReplicaEnd::Failed
+        }
     }
 }
 

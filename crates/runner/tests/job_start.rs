@@ -240,7 +240,7 @@ async fn a_start_states_its_replica_count_and_override_refuses_another() {
         let (t, job, env, locks) = (&t, &job, &env, &locks);
         async move { jobs::start_replicas(t, job, env, n, mode, locks).await }
     };
-    start(Some(3), StartMode::UpdateThenStart).await.unwrap();
+    let three = start(Some(3), StartMode::UpdateThenStart).await.unwrap();
     let m = manual_config(&t, &job).await;
     assert_eq!(m["parallelism"], 3);
     assert_eq!(m["replicaCompletionCount"], 3);
@@ -250,6 +250,29 @@ async fn a_start_states_its_replica_count_and_override_refuses_another() {
         c.replica_timeout,
         Some(600),
         "the rest of the configuration is kept"
+    );
+    // No binary to run: each of the three replicas fails to start, so the execution fails.
+    let st = jobs::wait(&t, &job, &three, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(st, "Failed");
+    let sys = dir
+        .path()
+        .join("evidence/logs/ContainerAppSystemLogs_CL.ndjson");
+    let replicas = || -> BTreeSet<String> {
+        std::fs::read_to_string(&sys)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|r| r["ExecutionName_s"] == three.as_str())
+            .filter(|r| r["Reason_s"] == "ContainerCreateFailure")
+            .filter_map(|r| r["ReplicaName_s"].as_str().map(str::to_owned))
+            .collect()
+    };
+    testkit::wait::eventually_blocking(
+        Duration::from_secs(10),
+        "three replicas' ContainerCreateFailure rows",
+        || (replicas().len() == 3).then_some(()),
     );
     // No count: the job is left as it is.
     start(None, StartMode::UpdateThenStart).await.unwrap();
