@@ -425,6 +425,11 @@ fn load_replicas_are_one_to_twenty_and_split_workers_evenly() {
         let l = ok(&with(&format!("replicas = {n}")), "full");
         assert_eq!(l.load[0].replicas, Some(n));
     }
+    let shown = lab::describe::pre_registration(&ok(&with("replicas = 4"), "full"), "x", "full");
+    assert!(
+        shown.contains("  - main: 5 RPS to web /, connection keep-alive, 4 loadgen replicas"),
+        "{shown}"
+    );
     for n in [0, 21] {
         let e = err(&with(&format!("replicas = {n}")), "full");
         assert!(
