@@ -100,8 +100,11 @@ fn parallelism(c: Option<&JobConfiguration>) -> u32 {
 }
 
 /// `configuration` with `manualTriggerConfig` asking for `n` replicas, all of which must
-/// succeed (`parallelism` = `replicaCompletionCount` = `n`; its other keys kept).
+/// succeed (`parallelism` = `replicaCompletionCount` = `n`; its other keys kept), for a PATCH.
+/// `secrets` is left out: a GET does not return their values, and a merge patch without the
+/// key leaves them as they are.
 pub fn with_replicas(mut c: JobConfiguration, n: u32) -> JobConfiguration {
+    c.extra.remove("secrets");
     let mut m = match c.manual_trigger_config.take() {
         Some(Value::Object(m)) => m,
         _ => serde_json::Map::new(),
