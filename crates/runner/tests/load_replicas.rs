@@ -1,7 +1,8 @@
 //! A load beyond one loadgen replica (issue 21): `[[load]] replicas = 3` at 600 RPS runs one
 //! loadgen execution of three replicas (parallelism 3) at 200 RPS each under one run_id, and
 //! the analysis reads them as one run of ~600 RPS whose summed buckets count exactly the
-//! requests the subject logged. Process runtime (the workspace's binaries, no Docker), 10 s of
+//! requests the subject logged and the replicas' `req` lines (latency from their merged
+//! histogram). Process runtime (the workspace's binaries, no Docker), 10 s of
 //! load.
 #![allow(clippy::unwrap_used)]
 
@@ -28,6 +29,7 @@ target = "web"
 rate = 600
 replicas = 3
 connection = "keep-alive"
+log_requests = "all"
 [[steps]]
 name = "baseline"
 phase = "baseline"
@@ -125,6 +127,14 @@ async fn three_loadgen_replicas_are_one_run_that_adds_up_to_what_the_subject_ser
         .count() as u64;
     assert_eq!(r.bucket_requests, Some(served), "buckets vs subject: {r:?}");
     assert_eq!(r.requests, served);
+    // Every replica's req lines cross-check the summed buckets, and the run's latency comes
+    // from their merged histogram.
+    let c = r.cross_check.as_ref().unwrap();
+    assert_eq!(
+        (c.compared, c.bucket, c.req, c.gap),
+        ("requests", served, served, 0)
+    );
+    assert_eq!(r.latency_basis, "req", "{r:?}");
     assert_eq!(
         a.verdict.verdict,
         analysis::Outcome::Held,
