@@ -593,6 +593,7 @@ impl Acc {
         self.system.sort_by_key(|s| s.ts_ms);
         self.subject.sort_by_key(|s| s.ts);
         self.steps.sort_by_key(|s| (s.run_id.clone(), s.step));
+        merge_replica_steps(&mut self.steps);
         self.failed.sort_by_key(|f| f.ts_ms);
         self.runs
             .sort_by(|a, b| (&a.run_id, &a.scenario).cmp(&(&b.run_id, &b.scenario)));
@@ -602,4 +603,41 @@ impl Acc {
             self.index.insert((r.run_id.clone(), r.scenario.clone()), i);
         }
     }
+}
+
+/// Folds the `step` lines of one staircase step of one run (several loadgen replicas, each
+/// driving its share of the rate under the same run_id) into one line for the whole load:
+/// rates and counts summed, p50 the count-weighted mean of the replicas' p50s, p95/p99 the
+/// largest (as [`BucketWindow`] folds percentiles). `steps` is sorted by (run_id, step).
+fn merge_replica_steps(steps: &mut Vec<Step>) {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    let mut p50 = (0.0, 0u64);
+    for s in steps.drain(..) {
+        match out.last_mut() {
+            Some(m) if m.run_id == s.run_id && m.step == s.step => {
+                if let Some(x) = s.p50_ms {
+                    p50.0 += x * s.count.max(1) as f64;
+                    p50.1 += s.count.max(1);
+                }
+                m.ts = m.ts.min(s.ts);
+                m.target_rps += s.target_rps;
+                m.achieved_rps += s.achieved_rps;
+                m.duration_s = m.duration_s.max(s.duration_s);
+                m.count += s.count;
+                m.ok += s.ok;
+                m.err += s.err;
+                m.dropped += s.dropped;
+                m.p50_ms = (p50.1 > 0).then(|| round3(p50.0 / p50.1 as f64));
+                m.p95_ms = max_opt(m.p95_ms, s.p95_ms);
+                m.p99_ms = max_opt(m.p99_ms, s.p99_ms);
+            }
+            _ => {
+                p50 = s
+                    .p50_ms
+                    .map_or((0.0, 0), |x| (x * s.count.max(1) as f64, s.count.max(1)));
+                out.push(s);
+            }
+        }
+    }
+    *steps = out;
 }

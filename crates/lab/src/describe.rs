@@ -370,9 +370,13 @@ fn apparatus(o: &mut String, lab: &Lab) {
                 (None, Some(w)) => format!("{w} workers"),
                 _ => "?".to_owned(),
             };
+            let replicas = match l.replica_count() {
+                1 => String::new(),
+                n => format!(", {n} loadgen replicas sharing it"),
+            };
             let _ = writeln!(
                 o,
-                "  - {}: {model} to {} {}, connection {}",
+                "  - {}: {model} to {} {}, connection {}{replicas}",
                 l.name, l.target, l.path, l.connection
             );
         }

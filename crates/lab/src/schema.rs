@@ -278,6 +278,22 @@ pub struct Load {
     /// which the serving check's 5 s timeout would never see answered.
     #[serde(default)]
     pub ready_path: Option<String>,
+    /// Loadgen replicas (the job's `parallelism` and `replicaCompletionCount`), default 1:
+    /// each drives `rate / replicas` (every staircase rate and `also` stream's `rate=` too) or
+    /// `workers / replicas` workers with its own connections, all under the same run_id; the
+    /// analysis sums their windows. At most [`MAX_LOAD_REPLICAS`].
+    #[serde(default)]
+    pub replicas: Option<u32>,
+}
+
+/// The most loadgen replicas one load may ask for.
+pub const MAX_LOAD_REPLICAS: u32 = 20;
+
+impl Load {
+    /// How many loadgen replicas drive this load (1 when `replicas` is not set).
+    pub fn replica_count(&self) -> u32 {
+        self.replicas.unwrap_or(1)
+    }
 }
 
 fn root_path() -> String {

@@ -8,7 +8,7 @@ use std::fmt;
 use labkit::config::parse_duration;
 
 use crate::checks::{Check, CheckKind, Need};
-use crate::schema::{Action, Lab, LabKind, Step};
+use crate::schema::{Action, Lab, LabKind, Load, MAX_LOAD_REPLICAS, Step};
 
 /// One thing wrong with a lab file: where (`steps[0].staircase`, and the element's name when it
 /// has one) and what.
@@ -504,6 +504,7 @@ fn loads(v: &mut V, lab: &Lab) {
             (_, Some(0)) => v.push(k("workers"), item.clone(), "must be at least 1"),
             _ => {}
         }
+        load_replicas(v, load, &k("replicas"), &item);
         v.duration(&k("timeout"), &item, load.timeout.as_deref(), false);
         v.duration(&k("think"), &item, load.think.as_deref(), true);
         if let Some(lr) = &load.log_requests
@@ -527,6 +528,30 @@ fn loads(v: &mut V, lab: &Lab) {
                 );
             }
         }
+    }
+}
+
+/// `replicas`: 1 to [`MAX_LOAD_REPLICAS`], and a closed model's workers split evenly over them
+/// (each replica runs `workers / replicas`; an uneven split would run a different total).
+fn load_replicas(v: &mut V, load: &Load, key: &str, item: &Option<String>) {
+    let Some(n) = load.replicas else { return };
+    if !(1..=MAX_LOAD_REPLICAS).contains(&n) {
+        v.push(
+            key,
+            item.clone(),
+            format!("{n} is not between 1 and {MAX_LOAD_REPLICAS} loadgen replicas"),
+        );
+    } else if let (None, Some(w)) = (load.rate, load.workers)
+        && w % n != 0
+    {
+        v.push(
+            key,
+            item.clone(),
+            format!(
+                "{w} workers do not split evenly over {n} replicas (each replica runs \
+                 workers / replicas)"
+            ),
+        );
     }
 }
 

@@ -514,3 +514,43 @@ fn wrong_types_and_unknown_keys_name_their_key_path() {
         "{e}"
     );
 }
+
+#[test]
+fn load_replicas_are_one_to_twenty_and_split_workers_evenly() {
+    let base = obs("kind = \"no_errors\"\nstep = \"baseline\"\nload = \"main\"");
+    let main = "[[load]]\nname = \"main\"\ntarget = \"web\"\n";
+    let with = |extra: &str| base.replace(main, &format!("{main}{extra}\n"));
+    assert_eq!(ok(&base, "full").load[0].replica_count(), 1);
+    for n in [1, 20] {
+        let l = ok(&with(&format!("replicas = {n}")), "full");
+        assert_eq!(l.load[0].replicas, Some(n));
+    }
+    let shown = lab::describe::pre_registration(&ok(&with("replicas = 4"), "full"), "x", "full");
+    assert!(
+        shown.contains("  - main: 5 RPS to web /, connection keep-alive, 4 loadgen replicas"),
+        "{shown}"
+    );
+    for n in [0, 21] {
+        let e = err(&with(&format!("replicas = {n}")), "full");
+        assert!(
+            e.contains(&format!(
+                "load[0].replicas (load \"main\"): {n} is not between 1 and 20 loadgen replicas"
+            )),
+            "{e}"
+        );
+    }
+    let closed = |w: u32, n: u32| {
+        base.replace(
+            &format!("{main}rate = 5\n"),
+            &format!("{main}workers = {w}\nreplicas = {n}\n"),
+        )
+    };
+    assert_eq!(ok(&closed(6, 3), "full").load[0].workers, Some(6));
+    let e = err(&closed(7, 3), "full");
+    assert!(
+        e.contains("load[0].replicas (load \"main\"): 7 workers do not split evenly over 3"),
+        "{e}"
+    );
+    let e = err(&with("replicas = \"3\""), "full");
+    assert!(e.contains("load[0].replicas: invalid type: string"), "{e}");
+}

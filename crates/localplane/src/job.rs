@@ -1,5 +1,6 @@
 //! A Container Apps job as the plane keeps it: its trigger and configuration (read from the
-//! resource's `properties.configuration` by [`parse_config`]), its executions with their status,
+//! resource's `properties.configuration` by [`parse_config`], the replica counts from the
+//! trigger's own config), its executions with their status,
 //! and the ARM JSON of both. Below `plane`, which stores jobs, and `jobs`, which serves and runs
 //! them.
 
@@ -24,6 +25,11 @@ pub struct JobConfig {
     pub trigger: Trigger,
     pub replica_timeout: Duration,
     pub retry_limit: u32,
+    /// Replicas an execution runs at once (the trigger config's `parallelism`, default 1).
+    pub parallelism: u32,
+    /// Replicas that must succeed for the execution to succeed (`replicaCompletionCount`,
+    /// default 1).
+    pub completions: u32,
 }
 
 pub struct Job {
@@ -184,11 +190,35 @@ pub fn parse_config(props: &Value) -> Result<JobConfig, ArmError> {
             ));
         }
     };
+    let counts = match trigger {
+        Trigger::Manual => "manualTriggerConfig",
+        Trigger::Schedule(_) => "scheduleTriggerConfig",
+    };
+    let count = |k: &str| replica_count(cfg.get(counts), counts, k);
     Ok(JobConfig {
         trigger,
         replica_timeout: Duration::from_secs(replica_timeout),
         retry_limit: u32::try_from(retry_limit).unwrap_or(u32::MAX),
+        parallelism: count("parallelism")?,
+        completions: count("replicaCompletionCount")?,
     })
+}
+
+/// `<section>.<k>` of a job's trigger configuration: a positive integer, 1 when absent.
+fn replica_count(section: Option<&Value>, name: &str, k: &str) -> Result<u32, ArmError> {
+    match section.and_then(|s| s.get(k)) {
+        None | Some(Value::Null) => Ok(1),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| *n >= 1)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| {
+                ArmError::bad_request(
+                    "InvalidRequestContent",
+                    format!("'configuration.{name}.{k}' must be a positive integer, got {v}"),
+                )
+            }),
+    }
 }
 
 #[cfg(test)]
@@ -207,5 +237,34 @@ mod tests {
                 .is_err()
         );
         assert!(parse_config(&json!({"configuration":{"triggerType":"Manual"}})).is_err());
+    }
+
+    #[test]
+    fn replica_counts_default_to_one_and_must_be_positive() {
+        let manual = |m: Value| {
+            parse_config(
+                &json!({"configuration":{"triggerType":"Manual","replicaTimeout":60,
+                "manualTriggerConfig": m}}),
+            )
+        };
+        let c = manual(json!({})).unwrap();
+        assert_eq!((c.parallelism, c.completions), (1, 1));
+        let c = manual(json!({"parallelism": 3, "replicaCompletionCount": 2})).unwrap();
+        assert_eq!((c.parallelism, c.completions), (3, 2));
+        for bad in [json!(0), json!(-1), json!("3"), json!(1.5)] {
+            let e = manual(json!({ "parallelism": bad })).unwrap_err();
+            assert!(
+                e.message
+                    .contains("'configuration.manualTriggerConfig.parallelism' must be"),
+                "{}",
+                e.message
+            );
+        }
+        let c = parse_config(
+            &json!({"configuration":{"triggerType":"Schedule","replicaTimeout":60,
+            "scheduleTriggerConfig":{"cronExpression":"*/5 * * * *","parallelism":2}}}),
+        )
+        .unwrap();
+        assert_eq!((c.parallelism, c.completions), (2, 1));
     }
 }

@@ -1,14 +1,19 @@
 //! Container Apps jobs: the ARM endpoints of jobs and executions, the cron scheduler of Schedule
-//! triggers, and the execution runner (`replicaTimeout`, `replicaRetryLimit`, parallelism 1, the
-//! start-time template override). What a job is and how it is stored: [`crate::job`].
+//! triggers, and the execution runner (`parallelism` replicas at once until
+//! `replicaCompletionCount` succeeded, `replicaTimeout`, `replicaRetryLimit`, the start-time
+//! template override). What a job is and how it is stored: [`crate::job`].
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use http::StatusCode;
 use labkit::Timestamp;
 use serde_json::{Value, json};
@@ -413,8 +418,20 @@ pub fn start_execution(
     Ok(exec_name)
 }
 
-/// Runs execution `exec` of `job`: one replica at a time, a new one after a failure until
-/// `replicaRetryLimit` retries are used up; its final status.
+/// How one replica of an execution ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReplicaEnd {
+    Succeeded,
+    Failed,
+    /// The execution or localplane was stopped (or the execution gave up on its replicas).
+    Stopped,
+}
+
+/// Runs execution `exec` of `job` as a Kubernetes Job runs its pods: up to `parallelism`
+/// replicas at once, a new one while fewer than `replicaCompletionCount` have succeeded (so a
+/// failed replica is replaced), until the failures pass `replicaRetryLimit` (Failed: the
+/// replicas still running are stopped) or `replicaCompletionCount` replicas succeeded
+/// (Succeeded); its final status.
 async fn run_execution(
     plane: &Arc<Plane>,
     job: &str,
@@ -429,48 +446,135 @@ async fn run_execution(
         execution: exec.to_string(),
     };
     let arm = ctx.runtime.arm_endpoint_for_containers(&ctx.base_url);
-    let mut attempt = 0u32;
-    loop {
+    let give_up = cancel.child_token();
+    let want = cfg.completions.max(1);
+    let width = cfg.parallelism.max(1);
+    let run = Replicas {
+        plane,
+        names: (job, exec),
+        spec,
+        cfg,
+        owner: &owner,
+        arm: &arm,
+        cancel: &give_up,
+    };
+    // The first replicas all start before any is waited for (one whose start fails must not
+    // keep the others from starting); a replacement starts and runs on its own.
+    let first = futures::future::join_all((0..width.min(want)).map(|_| run.launch())).await;
+    let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = ReplicaEnd> + Send + '_>>> =
+        first
+            .into_iter()
+            .map(|l| Box::pin(run.finish(l)) as Pin<Box<dyn Future<Output = _> + Send>>)
+            .collect();
+    let (mut succeeded, mut failed) = (0u32, 0u32);
+    let mut outcome = None;
+    while let Some(end) = running.next().await {
+        match end {
+            ReplicaEnd::Succeeded => succeeded += 1,
+            ReplicaEnd::Failed => failed += 1,
+            ReplicaEnd::Stopped => {
+                outcome.get_or_insert(ExecStatus::Stopped);
+            }
+        }
+        if outcome.is_some() {
+            continue;
+        }
+        if failed > cfg.retry_limit {
+            outcome = Some(ExecStatus::Failed);
+            give_up.cancel();
+            continue;
+        }
+        let needed = want.saturating_sub(succeeded).min(width);
+        while u32::try_from(running.len()).unwrap_or(u32::MAX) < needed {
+            running.push(Box::pin(async {
+                let l = run.launch().await;
+                run.finish(l).await
+            }));
+        }
+    }
+    outcome.unwrap_or(if succeeded >= want {
+        ExecStatus::Succeeded
+    } else {
+        ExecStatus::Failed
+    })
+}
+
+/// What every replica of one execution shares.
+struct Replicas<'a> {
+    plane: &'a Arc<Plane>,
+    /// The job's and the execution's names.
+    names: (&'a str, &'a str),
+    spec: &'a TemplateSpec,
+    cfg: &'a JobConfig,
+    owner: &'a Owner,
+    arm: &'a str,
+    cancel: &'a CancellationToken,
+}
+
+/// One replica's containers as launched: those running, whether one failed to start, and the
+/// instant its `replicaTimeout` ends.
+struct Launch {
+    running: Vec<(LaunchSpec, Launched)>,
+    failed_launch: bool,
+    deadline: tokio::time::Instant,
+}
+
+impl Replicas<'_> {
+    /// Starts a new replica's containers (none once the execution is stopped or given up).
+    async fn launch(&self) -> Option<Launch> {
+        if self.cancel.is_cancelled() {
+            return None;
+        }
+        let (job, exec) = self.names;
         let replica = format!("{exec}-{}", random_suffix(5));
-        let deadline = tokio::time::Instant::now() + cfg.replica_timeout;
+        let deadline = tokio::time::Instant::now() + self.cfg.replica_timeout;
         let mut running = Vec::new();
         let mut failed_launch = false;
-        for (idx, c) in spec.containers.iter().enumerate() {
+        for (idx, c) in self.spec.containers.iter().enumerate() {
             let launch = LaunchSpec {
-                owner: owner.clone(),
+                owner: self.owner.clone(),
                 replica: replica.clone(),
                 container: c.name.clone(),
                 image: c.image.clone(),
                 command: c.command.clone(),
                 args: c.args.clone(),
-                env: execution_env(&c.env, &arm, job, exec, &replica),
+                env: execution_env(&c.env, self.arm, job, exec, &replica),
                 labels: execution_labels(job, exec, &replica),
                 primary: idx == 0,
-                peers: plane.peers(),
+                peers: self.plane.peers(),
             };
-            match launch_container(plane, &launch).await {
+            match launch_container(self.plane, &launch).await {
                 Some(l) => running.push((launch, l)),
                 None => failed_launch = true,
             }
         }
-        let (exits_ok, stopped) = wait_containers(
-            plane,
+        Some(Launch {
             running,
+            failed_launch,
             deadline,
-            spec.grace,
-            cfg.replica_timeout,
-            cancel,
+        })
+    }
+
+    /// Waits for a launched replica's containers until its `replicaTimeout` and removes them.
+    async fn finish(&self, launch: Option<Launch>) -> ReplicaEnd {
+        let Some(l) = launch else {
+            return ReplicaEnd::Stopped;
+        };
+        let (exits_ok, stopped) = wait_containers(
+            self.plane,
+            l.running,
+            l.deadline,
+            self.spec.grace,
+            self.cfg.replica_timeout,
+            self.cancel,
         )
         .await;
         if stopped {
-            return ExecStatus::Stopped;
-        }
-        if exits_ok && !failed_launch {
-            return ExecStatus::Succeeded;
-        }
-        attempt += 1;
-        if attempt > cfg.retry_limit {
-            return ExecStatus::Failed;
+            ReplicaEnd::Stopped
+        } else if exits_ok && !l.failed_launch {
+            ReplicaEnd::Succeeded
+        } else {
+            ReplicaEnd::Failed
         }
     }
 }

@@ -12,9 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use arm::models::{Container, EnvVar, JobExecutionTemplate, Template};
+use arm::models::{Container, EnvVar, JobConfiguration, JobExecutionTemplate, Template};
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::RunError;
@@ -87,6 +87,47 @@ pub async fn start(
     mode: StartMode,
     lock_dir: &Path,
 ) -> Result<String, RunError> {
+    start_replicas(t, job, changes, None, mode, lock_dir).await
+}
+
+/// The job's replicas per execution: `manualTriggerConfig.parallelism` (1 when unset).
+fn parallelism(c: Option<&JobConfiguration>) -> u32 {
+    c.and_then(|c| c.manual_trigger_config.as_ref())
+        .and_then(|m| m.get("parallelism"))
+        .and_then(Value::as_u64)
+        .and_then(|p| u32::try_from(p).ok())
+        .unwrap_or(1)
+}
+
+/// `configuration` with `manualTriggerConfig` asking for `n` replicas, all of which must
+/// succeed (`parallelism` = `replicaCompletionCount` = `n`; its other keys kept), for a PATCH.
+/// `secrets` is left out: a GET does not return their values, and a merge patch without the
+/// key leaves them as they are.
+pub fn with_replicas(mut c: JobConfiguration, n: u32) -> JobConfiguration {
+    c.extra.remove("secrets");
+    let mut m = match c.manual_trigger_config.take() {
+        Some(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    m.insert("parallelism".into(), json!(n));
+    m.insert("replicaCompletionCount".into(), json!(n));
+    c.manual_trigger_config = Some(Value::Object(m));
+    c
+}
+
+/// Starts `job` with `changes` applied and, when `replicas` is given, that many replicas per
+/// execution; returns the execution name. update-then-start PATCHes the job's configuration
+/// (`manualTriggerConfig`) with its env under the same lock, so every start states its own
+/// count; an execution template override cannot carry a parallelism, so override refuses a
+/// count the job does not already have.
+pub async fn start_replicas(
+    t: &Target,
+    job: &str,
+    changes: &[EnvChange],
+    replicas: Option<u32>,
+    mode: StartMode,
+    lock_dir: &Path,
+) -> Result<String, RunError> {
     match mode {
         StartMode::UpdateThenStart => {
             let _lock = JobLock::acquire(lock_dir, &lock_name(t, job), LOCK_WAIT).await?;
@@ -96,7 +137,11 @@ pub async fn start(
                 msg: "the job has no template".into(),
             })?;
             apply_env(first_container(&mut template, job)?, changes);
-            let body = json!({ "properties": { "template": template } });
+            let mut body = json!({ "properties": { "template": template } });
+            if let Some(n) = replicas {
+                let c = current.properties.configuration.unwrap_or_default();
+                body["properties"]["configuration"] = json!(with_replicas(c, n));
+            }
             t.send(
                 "patch_job",
                 Method::PATCH,
@@ -109,6 +154,16 @@ pub async fn start(
         }
         StartMode::Override => {
             let current = t.arm.get_job(&t.scope, job).await?;
+            let has = parallelism(current.properties.configuration.as_ref());
+            if let Some(n) = replicas.filter(|n| *n != has) {
+                return Err(RunError::Job {
+                    job: job.to_owned(),
+                    msg: format!(
+                        "the load needs {n} replicas per execution and the job runs {has}; an \
+                         override start cannot change that: use update-then-start"
+                    ),
+                });
+            }
             let mut template = current.properties.template.ok_or_else(|| RunError::Job {
                 job: job.to_owned(),
                 msg: "the job has no template".into(),

@@ -389,7 +389,10 @@ pub async fn run_steps(
 }
 
 /// The env of one loadgen run (every variable the runner manages is set or removed, so nothing
-/// leaks from the previous run of the same job).
+/// leaks from the previous run of the same job). It is one replica's share of the load when the
+/// load runs `replicas` of them: every rate (the main one, each staircase step, each `also`
+/// stream's `rate=`) and the closed model's workers divided by the replica count; the replicas'
+/// lines share the run_id, so the analysis sums them.
 pub fn loadgen_env(
     step: &Step,
     load: &Load,
@@ -404,14 +407,16 @@ pub fn loadgen_env(
             .and_then(|v| labkit::config::parse_duration(v).ok())
             .map(|v| format!("{}ms", scaled(v, scale).as_millis().max(1)))
     };
+    let n = load.replica_count().max(1);
+    let share = |r: f64| (r / f64::from(n)).to_string();
     let rate = if step.staircase.is_empty() {
-        load.rate.map(|r| r.to_string())
+        load.rate.map(share)
     } else {
         step.staircase
             .iter()
             .copied()
             .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))
-            .map(|r| r.to_string())
+            .map(share)
     };
     vec![
         ("SUBJECT_URL".into(), s(format!("{base_url}{}", load.path))),
@@ -423,12 +428,18 @@ pub fn loadgen_env(
         ("RUN_ID".into(), s(run_id.to_owned())),
         ("PERTURBATION_ID".into(), s(perturbation_id.to_owned())),
         ("CONNECTION".into(), s(load.connection.clone())),
-        ("WORKERS".into(), load.workers.map(|w| w.to_string())),
+        ("WORKERS".into(), load.workers.map(|w| (w / n).to_string())),
         ("THINK".into(), load.think.clone()),
         ("REQUEST_TIMEOUT".into(), load.timeout.clone()),
         (
             "ALSO".into(),
-            (!load.also.is_empty()).then(|| load.also.join(";")),
+            (!load.also.is_empty()).then(|| {
+                load.also
+                    .iter()
+                    .map(|a| side_share(a, n))
+                    .collect::<Vec<_>>()
+                    .join(";")
+            }),
         ),
         ("LOG_REQUESTS".into(), load.log_requests.clone()),
         (
@@ -436,7 +447,7 @@ pub fn loadgen_env(
             (!step.staircase.is_empty()).then(|| {
                 step.staircase
                     .iter()
-                    .map(|r| r.to_string())
+                    .map(|r| share(*r))
                     .collect::<Vec<_>>()
                     .join(",")
             }),
@@ -458,6 +469,34 @@ pub fn loadgen_env(
             },
         ),
     ]
+}
+
+/// One replica's share of a side stream (`rate=4,path=/x` over 2 replicas: `rate=2,path=/x`;
+/// without `rate=`, a share of loadgen's default of 1 per second); a `rate` that is not a number
+/// is left for loadgen to reject.
+fn side_share(spec: &str, n: u32) -> String {
+    if n <= 1 {
+        return spec.to_owned();
+    }
+    let n = f64::from(n);
+    let mut rated = false;
+    let mut parts: Vec<String> = spec
+        .split(',')
+        .map(|part| match part.split_once('=') {
+            Some((k, v)) if k.trim() == "rate" => {
+                rated = true;
+                match v.trim().parse::<f64>() {
+                    Ok(r) => format!("{k}={}", r / n),
+                    Err(_) => part.to_owned(),
+                }
+            }
+            _ => part.to_owned(),
+        })
+        .collect();
+    if !rated {
+        parts.push(format!("rate={}", 1.0 / n));
+    }
+    parts.join(",")
 }
 
 /// The run id of a load in a step: `<phase>-<load>-<stamp>`, or `<phase>-<stamp>` when the lab
@@ -631,7 +670,14 @@ async fn start_loads(
         let job = &t.loadgen_job;
         let r = cancellable(
             &opts.cancel,
-            jobs::start(t, job, &env, opts.start_mode, &opts.lock_dir),
+            jobs::start_replicas(
+                t,
+                job,
+                &env,
+                Some(load.replica_count()),
+                opts.start_mode,
+                &opts.lock_dir,
+            ),
         )
         .await;
         let mut record = RunRecord {
@@ -1048,6 +1094,34 @@ mod tests {
             run_id(base, &lab.load[0], true, "20260101T000000Z"),
             "baseline-20260101T000000Z"
         );
+        let mut three = lab.load[0].clone();
+        three.replicas = Some(3);
+        three.also = vec!["rate=1.5,path=/slow,name=slow".into(), "path=/x".into()];
+        let env = loadgen_env(pre, &three, "http://subject", "p", "none", 1.0);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).unwrap().1.clone();
+        assert_eq!(
+            get("TARGET_RPS").as_deref(),
+            Some(&*(400.0f64 / 3.0).to_string())
+        );
+        let stairs: Vec<f64> = get("STAIRCASE")
+            .unwrap()
+            .split(',')
+            .map(|r| r.parse().unwrap())
+            .collect();
+        let total: Vec<f64> = stairs.iter().map(|r| (r * 3.0).round()).collect();
+        assert_eq!(total, [100.0, 200.0, 400.0]);
+        assert_eq!(
+            get("ALSO").as_deref(),
+            Some(&*format!(
+                "rate=0.5,path=/slow,name=slow;path=/x,rate={}",
+                1.0f64 / 3.0
+            ))
+        );
+        three.rate = None;
+        three.workers = Some(6);
+        let env = loadgen_env(base, &three, "http://subject", "b", "none", 1.0);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).unwrap().1.clone();
+        assert_eq!(get("WORKERS").as_deref(), Some("2"));
         assert_eq!(
             run_id(base, &lab.load[0], false, "20260101T000000Z"),
             "baseline-main-20260101T000000Z"

@@ -214,3 +214,77 @@ async fn a_held_lock_delays_the_start_until_it_is_released() {
     );
     lp.shutdown().await.unwrap();
 }
+
+/// The job's `manualTriggerConfig` as localplane stores it.
+async fn manual_config(t: &Target, job: &str) -> serde_json::Value {
+    let j = t.arm.get_job(&t.scope, job).await.unwrap();
+    j.properties
+        .configuration
+        .unwrap()
+        .manual_trigger_config
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_start_states_its_replica_count_and_override_refuses_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let lp = plane(dir.path()).await;
+    let t = azure_target(&lp.base_url());
+    deploy::local_infrastructure(&t, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let job = t.loadgen_job.clone();
+    let locks = dir.path().join("locks");
+    let env = [("RUN_ID".to_owned(), Some("r".to_owned()))];
+    let start = |n: Option<u32>, mode| {
+        let (t, job, env, locks) = (&t, &job, &env, &locks);
+        async move { jobs::start_replicas(t, job, env, n, mode, locks).await }
+    };
+    let three = start(Some(3), StartMode::UpdateThenStart).await.unwrap();
+    let m = manual_config(&t, &job).await;
+    assert_eq!(m["parallelism"], 3);
+    assert_eq!(m["replicaCompletionCount"], 3);
+    let j = t.arm.get_job(&t.scope, &job).await.unwrap();
+    let c = j.properties.configuration.unwrap();
+    assert_eq!(
+        c.replica_timeout,
+        Some(600),
+        "the rest of the configuration is kept"
+    );
+    // No binary to run: each of the three replicas fails to start, so the execution fails.
+    let st = jobs::wait(&t, &job, &three, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(st, "Failed");
+    let sys = dir
+        .path()
+        .join("evidence/logs/ContainerAppSystemLogs_CL.ndjson");
+    let replicas = || -> BTreeSet<String> {
+        std::fs::read_to_string(&sys)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|r| r["ExecutionName_s"] == three.as_str())
+            .filter(|r| r["Reason_s"] == "ContainerCreateFailure")
+            .filter_map(|r| r["ReplicaName_s"].as_str().map(str::to_owned))
+            .collect()
+    };
+    testkit::wait::eventually_blocking(
+        Duration::from_secs(10),
+        "three replicas' ContainerCreateFailure rows",
+        || (replicas().len() == 3).then_some(()),
+    );
+    // No count: the job is left as it is.
+    start(None, StartMode::UpdateThenStart).await.unwrap();
+    assert_eq!(manual_config(&t, &job).await["parallelism"], 3);
+    start(Some(1), StartMode::UpdateThenStart).await.unwrap();
+    assert_eq!(manual_config(&t, &job).await["parallelism"], 1);
+    start(Some(1), StartMode::Override).await.unwrap();
+    let e = start(Some(2), StartMode::Override).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("needs 2 replicas per execution and the job runs 1"),
+        "{e}"
+    );
+    lp.shutdown().await.unwrap();
+}

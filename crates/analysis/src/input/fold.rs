@@ -409,6 +409,84 @@ mod tests {
         assert_eq!(code_str(0, &mut b), "0");
     }
 
+    fn line(json: &str) -> Line {
+        match serde_json::from_str(json) {
+            Ok(l) => l,
+            Err(e) => panic!("{json}: {e}"),
+        }
+    }
+
+    /// One loadgen replica's `bucket` line for run `r` (window 10 s at epoch 1000 s).
+    fn replica_bucket(count: u64, err: u64, p50: f64, p99: f64, served: &str) -> Line {
+        line(&format!(
+            r#"{{"kind":"bucket","ts":"1970-01-01T00:16:50.000Z","run_id":"r","window_s":10,
+            "bucket_start_epoch_s":1000,"bucket_start_iso":"1970-01-01T00:16:40Z",
+            "count":{count},"ok":{ok},"err":{err},"err_pct":0,"target_rps":200,
+            "p50_ms":{p50},"p99_ms":{p99},"status":{{"200":{ok},"503":{err}}},
+            "errors":{{"http_5xx":{err}}},"served_by":{{{served}}}}}"#,
+            ok = count - err
+        ))
+    }
+
+    fn replica_req(ms: u64, ok: bool) -> Line {
+        line(&format!(
+            r#"{{"kind":"req","ts":"1970-01-01T00:16:4{}.{ms:03}Z","run_id":"r",
+            "scheduled_ts":"1970-01-01T00:16:40.000Z","code":{},"dur_ms":{ms},"ok":{ok}}}"#,
+            ms % 10,
+            if ok { 200 } else { 503 }
+        ))
+    }
+
+    #[test]
+    fn two_replicas_buckets_of_one_run_and_window_are_summed() {
+        let mut acc = Acc::new(10_000);
+        typed_line(&mut acc, replica_bucket(3, 1, 10.0, 40.0, r#""a":2"#));
+        typed_line(&mut acc, replica_bucket(2, 0, 20.0, 30.0, r#""a":1,"b":1"#));
+        for (ms, ok) in [(5, true), (6, true), (7, false), (8, true), (9, true)] {
+            typed_line(&mut acc, replica_req(ms, ok));
+        }
+        for (n, step_rps, p50) in [(60, 100.0, 4.0), (40, 100.0, 9.0)] {
+            typed_line(
+                &mut acc,
+                line(&format!(
+                    r#"{{"kind":"step","ts":"1970-01-01T00:16:40Z","run_id":"r","step":1,
+                    "target_rps":{step_rps},"duration_s":10,"count":{n},"ok":{n},"err":0,
+                    "achieved_rps":{},"p50_ms":{p50},"p99_ms":{p50}}}"#,
+                    n / 10
+                )),
+            );
+        }
+        acc.finish();
+        assert_eq!(acc.runs.len(), 1, "one run, not one per replica");
+        let run = &acc.runs[0];
+        let w = &run.buckets[&1_000_000];
+        assert_eq!((w.count, w.ok, w.err, w.lines), (5, 4, 1, 2));
+        assert_eq!(w.status["200"], 4);
+        assert_eq!(w.status["503"], 1);
+        assert_eq!(w.errors["http_5xx"], 1);
+        assert_eq!(w.served_by["a"], 3);
+        assert_eq!(w.served_by["b"], 1);
+        // Buckets carry percentiles, not histograms: p50 is the count-weighted mean of the
+        // replicas' p50s, p99 the larger of their p99s.
+        assert_eq!(w.p50_ms(), Some(14.0));
+        assert_eq!(w.p99_ms, Some(40.0));
+        // The req lines of both replicas cross-check the summed buckets: the same total, so
+        // the buckets stay the source, and the req histogram is merged exactly.
+        assert_eq!(run.bucket_totals(), (5, 1));
+        assert_eq!(run.req_totals(), (5, 4, 1));
+        assert!(!run.windows_from_reqs());
+        assert_eq!(run.reqs[&1_000_000].hist.len(), 5);
+        // The staircase step of both replicas reads as the load's: 200 RPS.
+        assert_eq!(acc.steps.len(), 1);
+        let st = &acc.steps[0];
+        assert_eq!(
+            (st.target_rps, st.count, st.achieved_rps),
+            (200.0, 100, 10.0)
+        );
+        assert_eq!(st.p50_ms, Some(6.0));
+        assert_eq!(st.p99_ms, Some(9.0));
+    }
+
     #[test]
     fn a_failure_without_a_class_is_classed_by_its_status_as_loadgen_does() {
         assert_eq!(class_of(Some(503)), "http_5xx");
