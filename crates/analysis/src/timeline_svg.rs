@@ -333,50 +333,64 @@ fn main_rows(a: &Analysis) -> BTreeMap<&str, Vec<&BucketRow>> {
 /// Replicas per `app/revision` at each sampler tick: `(series, [(ms, count)])`; series keep
 /// one sampler execution apart from another so lines never join two samplers' ticks.
 /// Per `app/revision`: one `(execution, points)` per sampler execution.
-type ReplicaSeries = BTreeMap<String, Vec<(String, Vec<(i64, f64)>)>>;
+pub type ReplicaSeries = BTreeMap<String, Vec<(String, Vec<(i64, f64)>)>>;
 /// A sampler execution `(sampler, run)` and one of its ticks.
 type TickKey = ((String, String), (i64, u64));
 
-fn replica_series(a: &Analysis) -> ReplicaSeries {
-    // (sampler, execution) -> tick key -> revision -> count. An execution is the sampler's
-    // run_id, else its perturbation_id (one per step, or per event with per-event ids).
+/// The sampler execution of a line: its sampler and run_id, else its perturbation_id (one per
+/// step, or per event with per-event ids).
+fn sampler_exec(
+    sampler: &Option<String>,
+    run_id: &Option<String>,
+    perturbation_id: &Option<String>,
+) -> (String, String) {
+    (
+        sampler.clone().unwrap_or_default(),
+        run_id
+            .clone()
+            .or_else(|| perturbation_id.clone())
+            .unwrap_or_default(),
+    )
+}
+
+/// One tick of an execution: its number when the sampler printed one, else its second.
+fn tick_key(tick: Option<u64>, ms: i64) -> (i64, u64) {
+    match tick {
+        Some(t) => (0, t),
+        None => (ms.div_euclid(1000), 0),
+    }
+}
+
+/// Replicas per `app/revision` over time, as the replica panel draws them (public for tests).
+pub fn replica_series(a: &Analysis) -> ReplicaSeries {
+    // (sampler, execution) -> tick key -> revision -> count.
     type Ticks = BTreeMap<(i64, u64), BTreeMap<String, u32>>;
     let mut execs: BTreeMap<(String, String), Ticks> = BTreeMap::new();
-    for s in &a.acc.replica_samples {
-        let exec = (
-            s.sampler.clone().unwrap_or_default(),
-            s.run_id
-                .clone()
-                .or_else(|| s.perturbation_id.clone())
-                .unwrap_or_default(),
-        );
-        let ms = s.ts.epoch_ms();
-        // One tick: its number when the sampler printed one, else its second.
-        let key = match s.tick {
-            Some(t) => (0, t),
-            None => (ms.div_euclid(1000), 0),
-        };
-        let ticks = execs.entry(exec).or_default();
-        let e = ticks.entry(key).or_default();
-        *e.entry(format!("{}/{}", s.app, s.revision)).or_insert(0) += 1;
-    }
     // Tick times: the earliest sample of each tick.
     let mut tick_ms: BTreeMap<TickKey, i64> = BTreeMap::new();
-    for s in &a.acc.replica_samples {
-        let exec = (
-            s.sampler.clone().unwrap_or_default(),
-            s.run_id
-                .clone()
-                .or_else(|| s.perturbation_id.clone())
-                .unwrap_or_default(),
-        );
-        let ms = s.ts.epoch_ms();
-        let key = match s.tick {
-            Some(t) => (0, t),
-            None => (ms.div_euclid(1000), 0),
-        };
-        let e = tick_ms.entry((exec, key)).or_insert(ms);
+    let mut note_tick = |exec: &(String, String), key: (i64, u64), ms: i64| {
+        let e = tick_ms.entry((exec.clone(), key)).or_insert(ms);
         *e = (*e).min(ms);
+    };
+    // An active revision sampled with no replica (scaled to zero) counts 0 at that tick: its
+    // revision line says so, where the replica inventory has no row to count.
+    for s in &a.acc.rev_samples {
+        let exec = sampler_exec(&s.sampler, &s.run_id, &s.perturbation_id);
+        let ms = s.ts.epoch_ms();
+        let key = tick_key(s.tick, ms);
+        note_tick(&exec, key, ms);
+        let e = execs.entry(exec).or_default().entry(key).or_default();
+        if s.active {
+            e.entry(format!("{}/{}", s.app, s.revision)).or_insert(0);
+        }
+    }
+    for s in &a.acc.replica_samples {
+        let exec = sampler_exec(&s.sampler, &s.run_id, &s.perturbation_id);
+        let ms = s.ts.epoch_ms();
+        let key = tick_key(s.tick, ms);
+        note_tick(&exec, key, ms);
+        let e = execs.entry(exec).or_default().entry(key).or_default();
+        *e.entry(format!("{}/{}", s.app, s.revision)).or_insert(0) += 1;
     }
     let mut out: ReplicaSeries = BTreeMap::new();
     for (exec, ticks) in &execs {
@@ -569,7 +583,9 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
     share_panel(&mut svg, &sc, &lay, &colours);
     replica_panel(&mut svg, &sc, &lay, &colours);
     system_strip(&mut svg, &sc, &lay);
-    if sc.markers.is_empty() {
+    // Without runs.json the samplers' windows bracket the perturbations; with it, a lab without
+    // actions has none to bracket, and the step bands already show when each sampler ran.
+    if sc.markers.is_empty() && sc.a.runs_file.is_err() {
         sampler_windows(&mut svg, &sc, &lay);
     }
     perturbation_markers(&mut svg, &sc, &lay);
@@ -595,10 +611,12 @@ fn header(svg: &mut String, sc: &Scene, lay: &Layout, id: &str, title: &str) {
         r##"<text x="{:.1}" y="18" text-anchor="end" fill="#555">{} s windows · one clock for every panel · {}</text>"##,
         LEFT + PW,
         sc.wms / 1000,
-        if sc.markers.is_empty() {
-            "no fired event recorded (no runs.json): dashed lines are the samplers' windows"
-        } else {
-            "red lines: the perturbation events"
+        match (sc.markers.is_empty(), sc.a.runs_file.is_ok()) {
+            (false, _) => "red lines: the perturbation events",
+            (true, true) => "no step fired an action: no perturbation event",
+            (true, false) => {
+                "no fired event recorded (no runs.json): dashed lines are the samplers' windows"
+            }
         }
     );
 }

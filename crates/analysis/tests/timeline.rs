@@ -247,3 +247,38 @@ fn without_runs_json_the_sampler_windows_are_drawn_and_called_so() {
     );
     assert!(svg.contains("dashed lines are the samplers' windows"));
 }
+
+#[test]
+fn a_scale_to_zero_pack_draws_replicas_down_to_zero_and_no_sampler_windows() {
+    // A real quick run of labs/scale-to-zero-cold-start.toml (2026-12-02): three idle steps in
+    // which the app went to zero, three wake-ups, a sampler over every step (`sample = true`).
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scale-to-zero-pack");
+    let opts = Options {
+        lab: find_lab(None, Some(&dir)),
+        ..Options::default()
+    };
+    let a = analyze(&[dir.join("logs")], &opts).unwrap();
+    assert!(a.runs_file.is_ok());
+    assert_eq!(
+        a.verdict.verdict,
+        analysis::Outcome::Held,
+        "{:?}",
+        a.verdict
+    );
+    let series = timeline_svg::replica_series(&a);
+    assert_eq!(series.len(), 1, "{:?}", series.keys());
+    let (key, execs) = series.iter().next().unwrap();
+    assert!(key.starts_with("subject/subject--"), "{key}");
+    // One sampler execution per step; at zero the inventory has no row, and the revision
+    // sample's tick still counts 0.
+    assert_eq!(execs.len(), 6);
+    let counts: Vec<f64> = execs
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|x| x.1))
+        .collect();
+    assert!(counts.contains(&0.0), "{counts:?}");
+    assert!(counts.contains(&3.0), "scaled out on a wake-up: {counts:?}");
+    let svg = timeline_svg::lab(&a).unwrap();
+    assert!(svg.contains("no step fired an action"));
+    assert!(!svg.contains(r#"class="sampler-window""#));
+}
