@@ -383,19 +383,6 @@ fn apparatus(o: &mut String, lab: &Lab) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_as_hours_minutes_seconds() {
-        assert_eq!(human(Duration::from_secs(45)), "45s");
-        assert_eq!(human(Duration::from_secs(250)), "4m 10s");
-        assert_eq!(human(Duration::from_secs(7200 + 300)), "2h 05m");
-        assert_eq!(human(Duration::from_secs(3600 + 61)), "1h 01m 01s");
-    }
-}
-
 /// `3` for a fixed count; `0-3 (scale: HTTP rule, 2 concurrent requests per replica, polling
 /// 1 s, cooldown 10 s)` for a scale rule.
 fn replicas_in_words(a: &crate::schema::App) -> String {
@@ -414,4 +401,17 @@ fn replicas_in_words(a: &crate::schema::App) -> String {
         secs(s.polling_seconds, 30),
         secs(s.cooldown_seconds, 300)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_hours_minutes_seconds() {
+        assert_eq!(human(Duration::from_secs(45)), "45s");
+        assert_eq!(human(Duration::from_secs(250)), "4m 10s");
+        assert_eq!(human(Duration::from_secs(7200 + 300)), "2h 05m");
+        assert_eq!(human(Duration::from_secs(3600 + 61)), "1h 01m 01s");
+    }
 }
