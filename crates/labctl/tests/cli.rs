@@ -213,10 +213,21 @@ fn lab_list_shows_the_shipped_catalogue_and_names_a_broken_lab() {
         "liveness-failure-patterns",
         "worker-saturation",
         "rolling-drain",
+        "scale-to-zero-cold-start-lying-readiness",
+        "scale-in-termination",
     ] {
         assert!(out.contains(name), "{name}: {out}");
     }
     assert!(out.contains("observation") && out.contains("falsification"));
+    // The columns stay aligned with the longest name: every kind starts under KIND.
+    let col = out.lines().next().unwrap().find("KIND").unwrap();
+    for l in out.lines().skip(1).take_while(|l| !l.is_empty()) {
+        assert!(
+            l.get(col..)
+                .is_some_and(|k| k.starts_with("observation") || k.starts_with("falsification")),
+            "{l:?} has its kind elsewhere than column {col}:\n{out}"
+        );
+    }
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("tiny.toml"), TINY).unwrap();

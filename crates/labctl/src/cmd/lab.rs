@@ -284,10 +284,17 @@ fn list(a: ListArgs) -> anyhow::Result<u8> {
     };
     let mut broken = Vec::new();
     let mut o = String::new();
+    // The name column fits the longest name, so the columns stay aligned.
+    let w = entries
+        .iter()
+        .map(|e| e.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     if !a.json {
         let _ = writeln!(
             o,
-            "{:<32} {:<14} {:>10} {:>10}  QUESTION",
+            "{:<w$} {:<14} {:>10} {:>10}  QUESTION",
             "NAME", "KIND", "QUICK", "FULL"
         );
     }
@@ -313,7 +320,7 @@ fn list(a: ListArgs) -> anyhow::Result<u8> {
             };
             let _ = writeln!(
                 o,
-                "{:<32} {:<14} {:>10} {:>10}  {question}",
+                "{:<w$} {:<14} {:>10} {:>10}  {question}",
                 e.name,
                 kind,
                 len(e.quick.as_ref()),
