@@ -383,6 +383,19 @@ async fn patch_app(
     upsert_app(&s, &sub, &rg, &name, current, true).await
 }
 
+/// A container app name as the service takes it, or its 400 `ContainerAppInvalidName`.
+fn check_app_name(name: &str) -> Result<(), ArmError> {
+    if valid_name(name) {
+        return Ok(());
+    }
+    Err(ArmError::bad_request(
+        "ContainerAppInvalidName",
+        format!(
+            "Invalid ContainerApp name '{name}'. A name must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character and cannot have '--'. The length must not be more than 32 characters."
+        ),
+    ))
+}
+
 async fn upsert_app(
     s: &ApiState,
     sub: &str,
@@ -391,14 +404,7 @@ async fn upsert_app(
     body: Value,
     is_patch: bool,
 ) -> ArmResult {
-    if !valid_name(name) {
-        return Err(ArmError::bad_request(
-            "ContainerAppInvalidName",
-            format!(
-                "Invalid ContainerApp name '{name}'. A name must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character and cannot have '--'. The length must not be more than 32 characters."
-            ),
-        ));
-    }
+    check_app_name(name)?;
     let parsed = parse_app_body(body)?;
     let (multiple, rules) = {
         let st = s.plane.lock();

@@ -501,10 +501,7 @@ mod tests {
         }
         assert_eq!(count["b1"], 10);
         assert_eq!(count["a1"] + count["a2"], 90);
-        assert!(
-            (count["a1"] - count["a2"]).abs() <= 1,
-            "{count:?}"
-        );
+        assert!((count["a1"] - count["a2"]).abs() <= 1, "{count:?}");
         // Labels: only the labelled revision; an unknown one is refused.
         for _ in 0..5 {
             assert_eq!(routes.pick(Some("canary")).unwrap().unwrap().replica, "b1");
