@@ -383,6 +383,19 @@ async fn patch_app(
     upsert_app(&s, &sub, &rg, &name, current, true).await
 }
 
+/// A container app name as the service takes it, or its 400 `ContainerAppInvalidName`.
+fn check_app_name(name: &str) -> Result<(), ArmError> {
+    if valid_name(name) {
+        return Ok(());
+    }
+    Err(ArmError::bad_request(
+        "ContainerAppInvalidName",
+        format!(
+            "Invalid ContainerApp name '{name}'. A name must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character and cannot have '--'. The length must not be more than 32 characters."
+        ),
+    ))
+}
+
 async fn upsert_app(
     s: &ApiState,
     sub: &str,
@@ -391,15 +404,12 @@ async fn upsert_app(
     body: Value,
     is_patch: bool,
 ) -> ArmResult {
-    if !valid_name(name) {
-        return Err(ArmError::bad_request(
-            "ContainerAppInvalidName",
-            format!(
-                "Invalid ContainerApp name '{name}'. A name must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character and cannot have '--'. The length must not be more than 32 characters."
-            ),
-        ));
-    }
+    check_app_name(name)?;
     let parsed = parse_app_body(body)?;
+    let (multiple, rules) = {
+        let st = s.plane.lock();
+        traffic_of(st.apps.get(&key(name)), name, &parsed)?
+    };
     // Bind a listener up front (cheap; dropped if the app already has one).
     let listener = if parsed.ingress.is_some() {
         Some(std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| {
@@ -431,6 +441,7 @@ async fn upsert_app(
         tags,
         knobs,
         location,
+        configuration: _,
     } = parsed;
     let Some(app) = st.apps.get_mut(&k) else {
         return Err(app_not_found(name, rg));
@@ -440,6 +451,8 @@ async fn upsert_app(
     app.knobs = knobs;
     app.location = location.clone();
     app.ingress = ingress;
+    app.multiple = multiple;
+    app.traffic_rules = rules;
     if app.ingress.is_some()
         && app.ingress_port.is_none()
         && let Some(l) = listener
@@ -498,6 +511,8 @@ fn new_app(sub: &str, rg: &str, name: &str, body: &AppBody) -> App {
         routes: Arc::new(crate::ingress::Routes::default()),
         revisions: Vec::new(),
         traffic_rev: None,
+        multiple: false,
+        traffic_rules: Vec::new(),
         notify: Arc::new(tokio::sync::Notify::new()),
         pending_ops: Vec::new(),
         controller_stop: CancellationToken::new(),
@@ -542,6 +557,35 @@ fn add_revision_if_changed(
     Ok(true)
 }
 
+/// The revision mode and the checked traffic rules of `body` for app `name` (`app`: as it is
+/// now, if it exists): a `revisionName` must name one of its revisions or the one this body
+/// creates (a new template with a `revisionSuffix`, as a blue-green deployment names it).
+fn traffic_of(
+    app: Option<&App>,
+    name: &str,
+    body: &AppBody,
+) -> Result<(bool, Vec<crate::traffic::Rule>), ArmError> {
+    let creates = (app.and_then(|a| a.latest()).map(|r| &r.template) != Some(&body.template))
+        .then(|| {
+            body.spec
+                .revision_suffix
+                .as_ref()
+                .map(|x| format!("{name}--{x}"))
+        })
+        .flatten();
+    let exists = |n: &str| {
+        creates
+            .as_deref()
+            .is_some_and(|c| c.eq_ignore_ascii_case(n))
+            || app.is_some_and(|a| a.revision(n).is_some())
+    };
+    let cfg = body.configuration.as_ref();
+    Ok((
+        crate::traffic::is_multiple(cfg),
+        crate::traffic::rules(cfg, exists)?,
+    ))
+}
+
 /// A container app PUT (or a PATCH merged over the app) read and validated: the stored JSON
 /// (unknown fields and all) beside the typed specs localplane acts on.
 struct AppBody {
@@ -552,6 +596,8 @@ struct AppBody {
     tags: Value,
     knobs: Knobs,
     location: String,
+    /// The typed `properties.configuration` (revision mode and traffic rules).
+    configuration: Option<appmodel::Configuration>,
 }
 
 /// Reads a container app body as the wire model (`appmodel::ContainerApp`, what `arm` sends)
@@ -570,6 +616,7 @@ fn parse_app_body(body: Value) -> Result<AppBody, ArmError> {
             "'properties.template' is required",
         ));
     };
+    crate::traffic::check_raw_weights(props)?;
     let app: appmodel::ContainerApp = from_json(&body, "")?;
     let template_typed = app.properties.template.unwrap_or_default();
     let configuration = app.properties.configuration;
@@ -595,6 +642,7 @@ fn parse_app_body(body: Value) -> Result<AppBody, ArmError> {
         tags,
         knobs,
         location: app.location.unwrap_or_else(|| "local".to_owned()),
+        configuration,
     })
 }
 
@@ -740,6 +788,19 @@ async fn revision_action(
             app.notify.notify_one();
         }
         "deactivate" => {
+            let weight = if app.multiple {
+                app.split_targets().0.get(idx).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            if weight > 0 {
+                return Err(ArmError::bad_request(
+                    "ContainerAppRevisionHasTraffic",
+                    format!(
+                        "Revision '{rev_name}' cannot be deactivated: it receives {weight}% of the traffic. Set its traffic weight to 0 in ingress.traffic first."
+                    ),
+                ));
+            }
             plane.deactivate_locked(app, idx);
             app.notify.notify_one();
         }

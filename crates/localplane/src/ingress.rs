@@ -1,6 +1,7 @@
 //! Ingress: one HTTP reverse proxy per app on 127.0.0.1, in front of the ready replicas.
 //!
-//! Round-robin over the endpoints the controller publishes in [`Routes`]; upstream connections
+//! Round-robin over the endpoints the controller publishes in [`Routes`] (single revision
+//! mode); upstream connections
 //! are pooled keep-alive connections (hyper-util's pool, as Envoy keeps them); when no replica
 //! is routable it answers Envoy's `503 no healthy upstream`, when the upstream dies before
 //! answering Envoy's `503 upstream connect error or disconnect/reset before headers. reset
@@ -11,12 +12,26 @@
 //! app as one that can scale to zero ([`Routes::set_hold`]) and no replica is routable, a request
 //! is held (and the plane told through [`Routes::demand`]) until a replica is routable or the
 //! request timeout runs out (`504 upstream request timeout`).
+//!
+//! Multiple revision mode ([`Split`]): the controller publishes each revision with its traffic
+//! weight, and a request goes to a revision by smooth weighted round-robin (nginx's algorithm:
+//! each pick adds every weight to its revision's running score, takes the highest score and
+//! subtracts the weights' sum from it), then round-robin over that revision's ready replicas.
+//! Envoy (Container Apps' ingress) picks a weighted cluster per request at random by weight;
+//! SWRR gives the same long-run shares but exactly: every `sum(weights)` consecutive requests
+//! (100) split exactly by weight, so a test or a lab can pre-register an exact 90/10. A revision
+//! with weight whose replicas are all unready gets its share answered as Envoy answers a
+//! cluster without a healthy host, `503 no healthy upstream`: its share is not re-routed to
+//! the other revisions. A request whose `Host` is a label host name, `<app>---<label>.<any>`
+//! (Container Apps' per-label URL), goes only to the labelled revision (round-robin over its
+//! ready replicas); an unknown label is a 404, as Envoy answers a host no route matches. In
+//! single mode a label host name routes as any other request.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -56,6 +71,44 @@ pub struct Routes {
     hold: AtomicBool,
     /// Notified when a request is held: the plane activates the app.
     pub demand: Notify,
+    /// Multiple revision mode: the weighted revisions and labels; `None` routes round-robin
+    /// over `endpoints` (single revision mode).
+    split: RwLock<Option<Arc<Split>>>,
+    /// The smooth weighted round-robin scores and the per-revision round-robin positions of
+    /// `split` (reset when it changes).
+    split_state: Mutex<SplitState>,
+}
+
+/// Multiple revision mode's routing table: each revision with a weight (its ready replicas,
+/// possibly none) and the labels that name a revision.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Split {
+    pub groups: Vec<Group>,
+    /// `(label, index into groups)`.
+    pub labels: Vec<(String, usize)>,
+}
+
+/// One revision of a [`Split`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub revision: String,
+    pub weight: u32,
+    pub backends: Vec<Backend>,
+}
+
+#[derive(Debug, Default)]
+struct SplitState {
+    score: Vec<i64>,
+    next: Vec<usize>,
+}
+
+/// Why a request is answered without an upstream at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// The picked revision has no routable replica: Envoy's `503 no healthy upstream`.
+    NoHealthy,
+    /// The label names no revision: a 404, as for a host no route matches.
+    UnknownLabel,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,14 +162,83 @@ impl Routes {
         self.endpoints.read().map(|e| e.clone()).unwrap_or_default()
     }
 
-    fn pick(&self) -> Option<Backend> {
-        let e = self.snapshot();
-        if e.is_empty() {
-            return None;
+    /// Publishes multiple revision mode's table (`None`: single mode, round-robin over the
+    /// endpoints); a changed table restarts the weighted round-robin from zero scores.
+    pub fn set_split(&self, split: Option<Split>) {
+        let Ok(mut cur) = self.split.write() else {
+            return;
+        };
+        if cur.as_deref() == split.as_ref() {
+            return;
         }
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % e.len();
-        e.get(i).cloned()
+        let n = split.as_ref().map_or(0, |s| s.groups.len());
+        *cur = split.map(Arc::new);
+        drop(cur);
+        if let Ok(mut st) = self.split_state.lock() {
+            *st = SplitState {
+                score: vec![0; n],
+                next: vec![0; n],
+            };
+        }
+        self.changed.notify_waiters();
     }
+
+    /// The backend for a request (`label`: from a label host name): `Ok(None)` when nothing is
+    /// routable (the request may be held), `Err` when it is answered at once.
+    fn pick(&self, label: Option<&str>) -> Result<Option<Backend>, Refusal> {
+        let split = self.split.read().ok().and_then(|s| s.clone());
+        let Some(split) = split else {
+            // Single mode: labels are not acted on, a label host name routes as any other.
+            let e = self.snapshot();
+            if e.is_empty() {
+                return Ok(None);
+            }
+            let i = self.next.fetch_add(1, Ordering::Relaxed) % e.len();
+            return Ok(e.get(i).cloned());
+        };
+        let Ok(mut st) = self.split_state.lock() else {
+            return Ok(None);
+        };
+        let g = match label {
+            Some(l) => match split.labels.iter().find(|(x, _)| x == l) {
+                Some((_, g)) => *g,
+                None => return Err(Refusal::UnknownLabel),
+            },
+            None => match swrr(&split.groups, &mut st.score) {
+                Some(g) => g,
+                None => return Ok(None),
+            },
+        };
+        let (Some(group), Some(next)) = (split.groups.get(g), st.next.get_mut(g)) else {
+            return Ok(None);
+        };
+        if group.backends.is_empty() {
+            return Err(Refusal::NoHealthy);
+        }
+        let b = group.backends[*next % group.backends.len()].clone();
+        *next = next.wrapping_add(1);
+        Ok(Some(b))
+    }
+}
+
+/// Smooth weighted round-robin (nginx): adds each group's weight to its score, picks the
+/// highest score (the first on a tie) and subtracts the weights' sum from it. Over every
+/// `sum(weights)` consecutive picks each group is picked exactly `weight` times.
+fn swrr(groups: &[Group], score: &mut [i64]) -> Option<usize> {
+    let total: i64 = groups.iter().map(|g| i64::from(g.weight)).sum();
+    if total == 0 || score.len() != groups.len() {
+        return None;
+    }
+    let mut best: Option<usize> = None;
+    for (i, g) in groups.iter().enumerate() {
+        score[i] += i64::from(g.weight);
+        if g.weight > 0 && best.is_none_or(|b| score[i] > score[b]) {
+            best = Some(i);
+        }
+    }
+    let b = best?;
+    score[b] -= total;
+    Some(b)
 }
 
 type Body = BoxBody<Bytes, hyper::Error>;
@@ -213,31 +335,24 @@ pub async fn serve_target(listener: TcpListener, target: Target, stop: Cancellat
         let stop = stop.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let host = req
+                    .headers()
+                    .get(http::header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .or_else(|| req.uri().host())
+                    .unwrap_or("");
+                let (name, label) = crate::traffic::split_host(host);
+                let label = label.map(str::to_string);
                 let routes = match &target {
                     Target::App(r) => Some(r.clone()),
-                    Target::ByHost(f) => {
-                        let host = req
-                            .headers()
-                            .get(http::header::HOST)
-                            .and_then(|h| h.to_str().ok())
-                            .or_else(|| req.uri().host())
-                            .unwrap_or("");
-                        let name = host
-                            .split(':')
-                            .next()
-                            .unwrap_or("")
-                            .split('.')
-                            .next()
-                            .unwrap_or("");
-                        f(name)
-                    }
+                    Target::ByHost(f) => f(name),
                 };
                 let client = client.clone();
                 async move {
                     Ok::<_, Infallible>(match routes {
                         Some(routes) => {
                             let counted = routes.enter();
-                            let resp = proxy(req, &routes, &client, peer).await;
+                            let resp = proxy(req, label.as_deref(), &routes, &client, peer).await;
                             let (parts, body) = resp.into_parts();
                             let body = Counted {
                                 inner: body,
@@ -270,6 +385,7 @@ const HOP_BY_HOP: &[&str] = &[
 
 async fn proxy(
     mut req: Request<Incoming>,
+    label: Option<&str>,
     routes: &Routes,
     client: &Client<HttpConnector, Incoming>,
     peer: SocketAddr,
@@ -280,8 +396,15 @@ async fn proxy(
         let changed = routes.changed.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        if let Some(b) = routes.pick() {
-            break b;
+        match routes.pick(label) {
+            Ok(Some(b)) => break b,
+            Ok(None) => {}
+            Err(Refusal::NoHealthy) => {
+                return text(StatusCode::SERVICE_UNAVAILABLE, NO_HEALTHY_UPSTREAM);
+            }
+            Err(Refusal::UnknownLabel) => {
+                return text(StatusCode::NOT_FOUND, "no revision with this label");
+            }
         }
         if !routes.hold.load(Ordering::SeqCst) {
             return text(StatusCode::SERVICE_UNAVAILABLE, NO_HEALTHY_UPSTREAM);
@@ -338,6 +461,68 @@ async fn proxy(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn be(port: u16, revision: &str, replica: &str) -> Backend {
+        Backend {
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            revision: revision.into(),
+            replica: replica.into(),
+        }
+    }
+
+    fn group(revision: &str, weight: u32, backends: Vec<Backend>) -> Group {
+        Group {
+            revision: revision.into(),
+            weight,
+            backends,
+        }
+    }
+
+    /// SWRR splits every 100 consecutive picks exactly by weight (from any starting point),
+    /// round-robins inside a revision, and a weighted revision without replicas gets its share
+    /// refused (503), not re-routed.
+    #[test]
+    fn weighted_split_is_exact_and_keeps_an_unready_share() {
+        let routes = Routes::default();
+        routes.set_split(Some(Split {
+            groups: vec![
+                group("a", 90, vec![be(1, "a", "a1"), be(2, "a", "a2")]),
+                group("b", 10, vec![be(3, "b", "b1")]),
+            ],
+            labels: vec![("canary".into(), 1)],
+        }));
+        for _ in 0..37 {
+            routes.pick(None).unwrap();
+        }
+        let mut count = std::collections::BTreeMap::new();
+        for _ in 0..100 {
+            let b = routes.pick(None).unwrap().unwrap();
+            *count.entry(b.replica).or_insert(0i32) += 1;
+        }
+        assert_eq!(count["b1"], 10);
+        assert_eq!(count["a1"] + count["a2"], 90);
+        assert!((count["a1"] - count["a2"]).abs() <= 1, "{count:?}");
+        // Labels: only the labelled revision; an unknown one is refused.
+        for _ in 0..5 {
+            assert_eq!(routes.pick(Some("canary")).unwrap().unwrap().replica, "b1");
+        }
+        assert_eq!(routes.pick(Some("nope")), Err(Refusal::UnknownLabel));
+        // The 10 % revision loses its replicas: its picks are 503s, the others still go to a.
+        routes.set_split(Some(Split {
+            groups: vec![
+                group("a", 90, vec![be(1, "a", "a1")]),
+                group("b", 10, vec![]),
+            ],
+            labels: vec![],
+        }));
+        let refused = (0..100)
+            .filter(|_| routes.pick(None) == Err(Refusal::NoHealthy))
+            .count();
+        assert_eq!(refused, 10);
+        // Single mode: no split, nothing routable, a label changes nothing.
+        routes.set_split(None);
+        assert_eq!(routes.pick(Some("canary")), Ok(None));
+    }
 
     async fn backend(tag: &'static str) -> SocketAddr {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

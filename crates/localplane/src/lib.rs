@@ -25,6 +25,7 @@ pub mod replica;
 pub mod runtime;
 pub mod scaler;
 pub mod timings;
+pub mod traffic;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -129,6 +129,14 @@ fn restore_app(plane: &Arc<Plane>, a: &Value) -> Result<Option<App>, Error> {
         return Ok(None);
     };
     let revisions = restore_revisions(a, config);
+    let typed: Option<appmodel::Configuration> =
+        config.and_then(|c| serde_json::from_value(c.clone()).ok());
+    let multiple = crate::traffic::is_multiple(typed.as_ref());
+    // Rules that no longer resolve (a revision lost with its template) fall back to the default.
+    let traffic_rules = crate::traffic::rules(typed.as_ref(), |n| {
+        revisions.iter().any(|r| r.name.eq_ignore_ascii_case(n))
+    })
+    .unwrap_or_default();
     let mut app = App {
         sub: s(a, "sub"),
         rg: s(a, "rg"),
@@ -143,6 +151,8 @@ fn restore_app(plane: &Arc<Plane>, a: &Value) -> Result<Option<App>, Error> {
         routes: Default::default(),
         revisions,
         traffic_rev: None,
+        multiple,
+        traffic_rules,
         notify: Default::default(),
         pending_ops: Vec::new(),
         controller_stop: CancellationToken::new(),

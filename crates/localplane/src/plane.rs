@@ -1,5 +1,11 @@
 //! The plane: every resource's state, the per-app controllers (replica counts, traffic switch,
 //! deactivation, routing), long-running operations, and persistence to the state dir.
+//!
+//! Single revision mode: the latest revision takes all traffic once ready and the others are
+//! deactivated. Multiple revision mode (`activeRevisionsMode: Multiple`): a new revision is
+//! started and kept active beside the others, and each revision's traffic weight and labels
+//! come from `configuration.ingress.traffic` ([`crate::traffic`]); no revision is deactivated
+//! by the controller, and no revision autoscales (each runs `minReplicas`, at least 1).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -13,7 +19,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::ingress::{Backend, Routes};
+use crate::ingress::{Backend, Group, Routes, Split};
 use crate::job::Job;
 use crate::logsink::{Level, Owner, Sink};
 use crate::model::{IngressSpec, Knobs, ReadyPolicy, TemplateSpec};
@@ -74,7 +80,12 @@ pub struct App {
     pub ingress_stop: CancellationToken,
     pub routes: Arc<Routes>,
     pub revisions: Vec<Revision>,
+    /// Single mode: the revision all traffic goes to; `None` in multiple mode.
     pub traffic_rev: Option<String>,
+    /// `activeRevisionsMode` is `Multiple`.
+    pub multiple: bool,
+    /// `configuration.ingress.traffic`, checked (acted on in multiple mode only).
+    pub traffic_rules: Vec<crate::traffic::Rule>,
     pub notify: Arc<Notify>,
     pub pending_ops: Vec<String>,
     pub controller_stop: CancellationToken,
@@ -139,6 +150,70 @@ impl App {
         self.revisions.last()
     }
 
+    /// Multiple mode: each revision's weight and the labels (`(label, revision index)`) the
+    /// traffic rules give now; no rules means all traffic to the latest revision.
+    /// `latestRevision` is the latest active revision that is provisioned (so traffic moves to
+    /// a new revision once it is ready), or the latest revision while none is.
+    pub fn split_targets(&self) -> (Vec<u32>, Vec<(String, usize)>) {
+        let names: Vec<&str> = self.revisions.iter().map(|r| r.name.as_str()).collect();
+        let latest = self
+            .revisions
+            .iter()
+            .rposition(|r| r.active && r.provisioned)
+            .or_else(|| self.revisions.len().checked_sub(1));
+        let default = [crate::traffic::Rule {
+            target: crate::traffic::Target::Latest,
+            weight: 100,
+            label: None,
+        }];
+        let rules: &[crate::traffic::Rule] = if self.traffic_rules.is_empty() {
+            &default
+        } else {
+            &self.traffic_rules
+        };
+        crate::traffic::resolve(rules, &names, latest)
+    }
+
+    /// Single mode: `configuration.ingress.traffic` as localplane routes (a GET's view).
+    fn single_traffic_json(&self, latest: Option<&String>) -> Value {
+        let traffic: Vec<Value> = self
+            .revisions
+            .iter()
+            .filter(|r| r.traffic > 0)
+            .map(|r| json!({"revisionName": r.name, "weight": r.traffic, "latestRevision": Some(&r.name) == latest}))
+            .collect();
+        if traffic.is_empty() {
+            json!([{"weight": 100, "latestRevision": true}])
+        } else {
+            json!(traffic)
+        }
+    }
+
+    /// Multiple mode: `configuration.ingress.traffic` as the rules say (a GET's view).
+    fn traffic_json(&self) -> Value {
+        if self.traffic_rules.is_empty() {
+            return json!([{"weight": 100, "latestRevision": true}]);
+        }
+        let v: Vec<Value> = self
+            .traffic_rules
+            .iter()
+            .map(|r| {
+                let mut e = match &r.target {
+                    crate::traffic::Target::Latest => json!({"latestRevision": true}),
+                    crate::traffic::Target::Revision(n) => {
+                        json!({"revisionName": n, "latestRevision": false})
+                    }
+                };
+                e["weight"] = json!(r.weight);
+                if let Some(l) = &r.label {
+                    e["label"] = json!(l);
+                }
+                e
+            })
+            .collect();
+        json!(v)
+    }
+
     pub fn to_json(&self, provisioning: &str) -> Value {
         let mut props = self.properties.clone();
         if !props.is_object() {
@@ -182,20 +257,12 @@ impl App {
                     ing.insert("fqdn".into(), json!(self.fqdn().unwrap_or_default()));
                     ing.entry("transport").or_insert(json!("Auto"));
                     ing.entry("allowInsecure").or_insert(json!(false));
-                    let traffic: Vec<Value> = self
-                        .revisions
-                        .iter()
-                        .filter(|r| r.traffic > 0)
-                        .map(|r| json!({"revisionName": r.name, "weight": r.traffic, "latestRevision": Some(&r.name) == latest.as_ref()}))
-                        .collect();
-                    ing.insert(
-                        "traffic".into(),
-                        if traffic.is_empty() {
-                            json!([{"weight": 100, "latestRevision": true}])
-                        } else {
-                            json!(traffic)
-                        },
-                    );
+                    let traffic = if self.multiple {
+                        self.traffic_json()
+                    } else {
+                        self.single_traffic_json(latest.as_ref())
+                    };
+                    ing.insert("traffic".into(), traffic);
                 }
             }
         }
@@ -559,7 +626,11 @@ impl Plane {
         for r in &mut app.revisions {
             r.replicas.retain(|x| !x.is_done());
         }
-        // Only the serving revision scales; other revisions' scalers go.
+        // Only the serving revision scales; other revisions' scalers go. Multiple mode has
+        // none: its revisions run their initial count.
+        if app.multiple {
+            app.traffic_rev = None;
+        }
         let serving = app
             .traffic_rev
             .as_deref()
@@ -573,6 +644,9 @@ impl Plane {
             app.routes.set_hold(false);
         }
         if let Some(latest_idx) = app.revisions.len().checked_sub(1) {
+            if app.multiple {
+                self.provision_older(app, latest_idx);
+            }
             self.advance_latest(app, latest_idx, &mut st.ops);
         }
         // Operations that waited too long fail.
@@ -592,6 +666,12 @@ impl Plane {
             }
             !expired
         });
+        if app.multiple {
+            let (weights, _) = app.split_targets();
+            for (r, w) in app.revisions.iter_mut().zip(weights) {
+                r.traffic = w;
+            }
+        }
         for r in &mut app.revisions {
             if r.traffic > 0 {
                 r.last_active = Timestamp::now();
@@ -674,12 +754,39 @@ impl Plane {
             );
             app.revisions[latest_idx].provisioned = true;
         }
-        if ready && app.traffic_rev.as_deref() != Some(latest_name.as_str()) {
+        if ready && !app.multiple && app.traffic_rev.as_deref() != Some(latest_name.as_str()) {
             self.switch_traffic(app, latest_idx, latest_name);
         }
         if app.revisions[latest_idx].provisioned {
             for op in std::mem::take(&mut app.pending_ops) {
                 Self::finish_op_in(ops, &op, OpStatus::Succeeded, None);
+            }
+        }
+    }
+
+    /// Multiple mode: an active revision older than the latest (`latest_idx`) that was never
+    /// provisioned (a newer one came before it was ready, or it was activated again) is
+    /// provisioned (`RevisionReady`) once a replica of it is ready.
+    fn provision_older(&self, app: &mut App, latest_idx: usize) {
+        for r in app.revisions.iter_mut().take(latest_idx) {
+            if r.active
+                && !r.provisioned
+                && r.replicas
+                    .iter()
+                    .any(|x| !x.retiring.load(Ordering::SeqCst) && x.ready())
+            {
+                r.provisioned = true;
+                let owner = Owner::App {
+                    app: app.name.clone(),
+                    revision: r.name.clone(),
+                };
+                self.ctx.sink.system(
+                    &owner,
+                    "",
+                    "RevisionReady",
+                    Level::Normal,
+                    format!("Successfully provisioned revision '{}'", r.name),
+                );
             }
         }
     }
@@ -1053,6 +1160,11 @@ impl Plane {
 }
 
 fn set_routes(app: &App) {
+    if app.multiple {
+        set_split_routes(app);
+        return;
+    }
+    app.routes.set_split(None);
     let mut backends = Vec::new();
     for r in &app.revisions {
         for rep in &r.replicas {
@@ -1075,6 +1187,51 @@ fn set_routes(app: &App) {
         }
     }
     app.routes.set(backends);
+}
+
+/// Multiple mode's routing table: each revision with a weight or a label, its ready routable
+/// replicas (and lagging retiring ones, as in single mode) as its backends.
+fn set_split_routes(app: &App) {
+    let (weights, labels) = app.split_targets();
+    let mut groups = Vec::new();
+    let mut group_of = vec![None; app.revisions.len()];
+    let mut all = Vec::new();
+    for (i, r) in app.revisions.iter().enumerate() {
+        let weight = weights.get(i).copied().unwrap_or(0);
+        if weight == 0 && !labels.iter().any(|(_, x)| *x == i) {
+            continue;
+        }
+        let mut backends = Vec::new();
+        for rep in &r.replicas {
+            let serving = r.active && rep.ready();
+            let lagging = rep.retiring.load(Ordering::SeqCst) && rep.routed.load(Ordering::SeqCst);
+            if rep.routable.load(Ordering::SeqCst)
+                && (serving || lagging)
+                && let Some(addr) = rep.endpoint()
+            {
+                rep.routed.store(true, Ordering::SeqCst);
+                backends.push(Backend {
+                    addr,
+                    revision: r.name.clone(),
+                    replica: rep.name.clone(),
+                });
+            }
+        }
+        backends.sort_by(|a, b| a.replica.cmp(&b.replica));
+        all.extend(backends.iter().cloned());
+        group_of[i] = Some(groups.len());
+        groups.push(Group {
+            revision: r.name.clone(),
+            weight,
+            backends,
+        });
+    }
+    let labels = labels
+        .into_iter()
+        .filter_map(|(l, i)| group_of.get(i).copied().flatten().map(|g| (l, g)))
+        .collect();
+    app.routes.set(all);
+    app.routes.set_split(Some(Split { groups, labels }));
 }
 
 /// Container Apps adds TCP probes on the ingress target port to the main container when ingress

@@ -1,0 +1,271 @@
+//! Multiple revision mode against the process runtime (real `subject` binaries on 127.0.0.1):
+//! traffic rules checked on PUT/PATCH with the service's error shape, a new revision started
+//! without traffic, an exact 90/10 split by smooth weighted round-robin, label host names, and
+//! deactivation refused while a revision has weight.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+use testkit::eventually;
+
+const APP: &str = "split";
+
+fn readiness() -> Value {
+    json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080},
+            "periodSeconds": 1, "failureThreshold": 1}])
+}
+
+/// The app in multiple revision mode, revision suffix `suffix`, generation `generation`, with
+/// `traffic` as its `ingress.traffic` (none when null).
+fn body(suffix: &str, generation: u32, traffic: Value) -> Value {
+    let mut b = subject_app(
+        json!([{"name": "ROLLOUT_GENERATION", "value": generation.to_string()}]),
+        1,
+        readiness(),
+    );
+    b["properties"]["configuration"]["activeRevisionsMode"] = json!("Multiple");
+    b["properties"]["template"]["revisionSuffix"] = json!(suffix);
+    b["properties"]["template"]["terminationGracePeriodSeconds"] = json!(2);
+    if !traffic.is_null() {
+        b["properties"]["configuration"]["ingress"]["traffic"] = traffic;
+    }
+    b
+}
+
+async fn put(lab: &Lab, b: Value) -> (u16, http::HeaderMap, Value) {
+    lab.call("PUT", &format!("{}?{AV}", lab.app_url(APP)), Some(b))
+        .await
+}
+
+async fn revision(lab: &Lab, rev: &str) -> Value {
+    let (code, _, v) = lab
+        .call(
+            "GET",
+            &format!("{}/revisions/{rev}?{AV}", lab.app_url(APP)),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{v}");
+    v["properties"].clone()
+}
+
+/// One request through the app's ingress (`host`: the `Host` header, else the fqdn's): the
+/// status and the `revision` of the subject's JSON answer (empty when it is not JSON).
+async fn hit(lab: &Lab, fqdn: &str, host: Option<&str>) -> (u16, String) {
+    let req = http::Request::get(format!("http://{fqdn}/"))
+        .header("host", host.unwrap_or(fqdn))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(30), lab.client.request(req))
+        .await
+        .unwrap()
+        .unwrap();
+    let status = resp.status().as_u16();
+    let b = resp.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&b).unwrap_or(Value::Null);
+    (status, v["revision"].as_str().unwrap_or("").to_string())
+}
+
+/// How many of `n` requests each revision answered (status 200 only; others counted by code).
+async fn tally(lab: &Lab, fqdn: &str, host: Option<&str>, n: usize) -> Vec<(String, usize)> {
+    let mut m = std::collections::BTreeMap::new();
+    for _ in 0..n {
+        let (st, rev) = hit(lab, fqdn, host).await;
+        let k = if st == 200 {
+            rev
+        } else {
+            format!("status {st}")
+        };
+        *m.entry(k).or_insert(0) += 1;
+    }
+    m.into_iter().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multiple_mode_splits_by_weight_routes_labels_and_guards_deactivation() {
+    let lab = Lab::process().await;
+    let v1 = format!("{APP}--v1");
+    let v2 = format!("{APP}--v2");
+
+    // The first revision takes the default rule: all traffic to the latest.
+    let (code, h, v) = put(&lab, body("v1", 1, Value::Null)).await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(60)).await, "Succeeded");
+    let (_, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url(APP)), None)
+        .await;
+    let cfg = &v["properties"]["configuration"];
+    assert_eq!(cfg["activeRevisionsMode"], "Multiple");
+    assert_eq!(
+        cfg["ingress"]["traffic"],
+        json!([{"weight": 100, "latestRevision": true}])
+    );
+    let fqdn = cfg["ingress"]["fqdn"].as_str().unwrap().to_string();
+    assert_eq!(tally(&lab, &fqdn, None, 5).await, vec![(v1.clone(), 5)]);
+
+    // Weights summing to 90: Azure's error shape, nothing created.
+    let bad = json!([{"revisionName": v1, "weight": 80}, {"revisionName": v2, "weight": 10}]);
+    let (code, _, v) = put(&lab, body("v2", 2, bad)).await;
+    assert_eq!(code, 400, "{v}");
+    assert_eq!(
+        v["error"]["code"], "ContainerAppInvalidTrafficWeight",
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("100"),
+        "{v}"
+    );
+    assert_eq!(v.as_object().unwrap().len(), 1, "only `error`: {v}");
+    for bad in [
+        json!([{"revisionName": v1, "weight": 50.5}, {"revisionName": v2, "weight": 49.5}]),
+        json!([{"revisionName": format!("{APP}--nope"), "weight": 100}]),
+        json!([{"revisionName": v1, "weight": 100, "label": "Blue_1"}]),
+        json!([{"revisionName": v1, "weight": 50, "label": "x"}, {"revisionName": v2, "weight": 50, "label": "x"}]),
+    ] {
+        let (code, _, v) = put(&lab, body("v2", 2, bad.clone())).await;
+        assert_eq!(code, 400, "{bad}: {v}");
+        assert!(v["error"]["code"].is_string(), "{v}");
+    }
+    let (_, _, v) = lab
+        .call("GET", &format!("{}/revisions?{AV}", lab.app_url(APP)), None)
+        .await;
+    assert_eq!(
+        v["value"].as_array().unwrap().len(),
+        1,
+        "a refused PUT creates nothing"
+    );
+
+    // Blue-green: the new revision is named in the same PUT, started, and takes no traffic.
+    let blue_green = json!([
+        {"revisionName": v1, "weight": 100, "label": "blue"},
+        {"revisionName": v2, "weight": 0, "label": "green"}
+    ]);
+    let (code, h, v) = put(&lab, body("v2", 2, blue_green.clone())).await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(60)).await, "Succeeded");
+    eventually(
+        Duration::from_secs(20),
+        "v2 ready, v1 still active",
+        || async {
+            let (a, b) = (revision(&lab, &v1).await, revision(&lab, &v2).await);
+            (a["active"] == true
+                && a["trafficWeight"] == 100
+                && b["active"] == true
+                && b["trafficWeight"] == 0
+                && b["replicas"] == 1
+                && b["healthState"] == "Healthy")
+                .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(tally(&lab, &fqdn, None, 20).await, vec![(v1.clone(), 20)]);
+    // Labels: only the labelled revision answers; an unknown label is a 404.
+    let green = format!("{APP}---green.localplane");
+    assert_eq!(
+        tally(&lab, &fqdn, Some(&green), 10).await,
+        vec![(v2.clone(), 10)]
+    );
+    let blue = format!("{APP}---blue.localplane");
+    assert_eq!(
+        tally(&lab, &fqdn, Some(&blue), 5).await,
+        vec![(v1.clone(), 5)]
+    );
+    let nope = format!("{APP}---nope.localplane");
+    assert_eq!(hit(&lab, &fqdn, Some(&nope)).await.0, 404);
+    let (_, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url(APP)), None)
+        .await;
+    let labels: Vec<&str> = v["properties"]["configuration"]["ingress"]["traffic"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["label"].as_str())
+        .collect();
+    assert_eq!(labels, vec!["blue", "green"], "{v}");
+
+    // 90/10 by PATCH (application scope: no new revision): exactly 90/10 over 100 requests.
+    let split = json!({"properties": {"configuration": {"ingress": {"traffic": [
+        {"revisionName": v1, "weight": 90, "label": "blue"},
+        {"revisionName": v2, "weight": 10, "label": "green"}
+    ]}}}});
+    let (code, _, v) = lab
+        .call("PATCH", &format!("{}?{AV}", lab.app_url(APP)), Some(split))
+        .await;
+    assert_eq!(code, 202, "{v}");
+    eventually(
+        Duration::from_secs(10),
+        "weights 90/10 reported",
+        || async {
+            (revision(&lab, &v1).await["trafficWeight"] == 90
+                && revision(&lab, &v2).await["trafficWeight"] == 10)
+                .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        tally(&lab, &fqdn, None, 100).await,
+        vec![(v1.clone(), 90), (v2.clone(), 10)]
+    );
+
+    // A revision with weight cannot be deactivated.
+    let deactivate = |rev: String| {
+        let lab = &lab;
+        async move {
+            lab.call(
+                "POST",
+                &format!("{}/revisions/{rev}/deactivate?{AV}", lab.app_url(APP)),
+                None,
+            )
+            .await
+        }
+    };
+    let (code, _, v) = deactivate(v2.clone()).await;
+    assert_eq!(code, 400, "{v}");
+    assert_eq!(v["error"]["code"], "ContainerAppRevisionHasTraffic", "{v}");
+    assert_eq!(revision(&lab, &v2).await["active"], true);
+
+    // Back to blue; then green (weight 0) deactivates as a retired revision does.
+    let (code, h, v) = put(&lab, body("v2", 2, blue_green)).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(10)).await, "Succeeded");
+    eventually(Duration::from_secs(10), "v2 weight 0", || async {
+        (revision(&lab, &v2).await["trafficWeight"] == 0).then_some(())
+    })
+    .await;
+    let (code, _, v) = deactivate(v2.clone()).await;
+    assert_eq!(code, 200, "{v}");
+    eventually(Duration::from_secs(20), "v2 deprovisioned", || async {
+        let p = revision(&lab, &v2).await;
+        (p["active"] == false && p["replicas"] == 0 && p["provisioningState"] == "Deprovisioned")
+            .then_some(())
+    })
+    .await;
+    eventually(
+        Duration::from_secs(10),
+        "v2's ManuallyStopped row",
+        || async {
+            lab.system_rows()
+                .iter()
+                .any(|r| {
+                    r["Reason_s"] == "ContainerTerminated"
+                        && r["RevisionName_s"] == v2.as_str()
+                        && r["Log_s"]
+                            .as_str()
+                            .is_some_and(|l| l.contains("ManuallyStopped"))
+                })
+                .then_some(())
+        },
+    )
+    .await;
+    assert_eq!(tally(&lab, &fqdn, None, 10).await, vec![(v1.clone(), 10)]);
+    // v1 kept running throughout: multiple mode deactivates nothing by itself.
+    assert_eq!(revision(&lab, &v1).await["active"], true);
+    lab.stop().await;
+}
