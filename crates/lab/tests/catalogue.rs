@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 10] = [
+const CATALOGUE: [&str; 12] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -18,6 +18,8 @@ const CATALOGUE: [&str; 10] = [
     "scale-to-zero-cold-start-lying-readiness",
     "scale-in-termination",
     "scale-in-termination-short-grace",
+    "ingress-timeout",
+    "ingress-timeout-swapped",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {

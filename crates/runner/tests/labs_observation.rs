@@ -30,54 +30,15 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{Evidence, check_pack, docker_ready, labs, run_quick};
+use common::{Evidence, assert_held, run_checked};
 
 /// Runs `lab` with its quick profile and asserts everything an observation lab promises: a
 /// complete pack, every load run Succeeded, every check evaluated and passed, verdict `held`.
 /// Returns the outcome for lab-specific assertions.
 async fn run_and_check(lab: &str) -> Option<(runner::RunOutcome, Evidence)> {
-    let path = labs().join(format!("{lab}.toml"));
-    if !docker_ready(&path).await {
-        return None;
-    }
-    let (o, out) = run_quick(lab, 1.0).await;
-    check_pack(lab, &o);
-    check_checks(lab, &path, &o);
+    let (o, out) = run_checked(lab).await?;
+    assert_held(lab, &o);
     Some((o, out))
-}
-
-/// Every `[[checks]]` entry of the lab is a passing gate; the verdict is `held`.
-fn check_checks(lab: &str, path: &Path, o: &runner::RunOutcome) {
-    let a = o.analysis.as_ref().unwrap();
-    let declared = lab::load(path, "quick").unwrap().checks.len();
-    let checks: Vec<&analysis::verdict::Gate> =
-        a.gates.iter().filter(|g| g.kind == "check").collect();
-    assert_eq!(
-        checks.len(),
-        declared,
-        "{lab}: every [[checks]] entry is evaluated"
-    );
-    let failed: Vec<String> = checks
-        .iter()
-        .filter(|g| g.status != analysis::verdict::Status::Pass)
-        .map(|g| format!("{} ({:?}): {}", g.name, g.status, g.detail))
-        .collect();
-    assert!(
-        failed.is_empty(),
-        "{lab}: {} of {} check(s) did not pass (pack {}):\n  {}",
-        failed.len(),
-        checks.len(),
-        o.pack.display(),
-        failed.join("\n  ")
-    );
-    assert_eq!(
-        a.verdict.verdict,
-        analysis::Outcome::Held,
-        "{lab}: {:?}",
-        a.verdict.reasons
-    );
 }
 
 fn actions<'a>(o: &'a runner::RunOutcome, step: &str) -> Vec<&'a runner::pack::ActionRecord> {

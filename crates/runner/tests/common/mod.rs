@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use analysis::verdict::{Gate, Status};
 use runner::progress::ProgressMode;
 use runner::run::{LocalRuntime, RunOptions, TargetChoice};
 
@@ -100,4 +101,79 @@ pub fn check_pack(lab: &str, o: &runner::RunOutcome) {
         );
         assert!(report.contains(&line), "{lab}: report.md lacks {line:?}");
     }
+}
+
+/// Runs `lab`'s quick profile when Docker is there (None when it is skipped on purpose), and
+/// checks its pack is complete and verifiable.
+pub async fn run_checked(lab: &str) -> Option<(runner::RunOutcome, Evidence)> {
+    if !docker_ready(&labs().join(format!("{lab}.toml"))).await {
+        return None;
+    }
+    let (o, out) = run_quick(lab, 1.0).await;
+    check_pack(lab, &o);
+    Some((o, out))
+}
+
+pub fn lab_checks(o: &runner::RunOutcome) -> Vec<&Gate> {
+    let a = o.analysis.as_ref().unwrap();
+    a.gates.iter().filter(|g| g.kind == "check").collect()
+}
+
+fn listing(gates: &[&Gate]) -> String {
+    gates
+        .iter()
+        .map(|g| format!("{} ({:?}): {}", g.name, g.status, g.detail))
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}
+
+/// Every check of the lab passes and the verdict is `held`.
+pub fn assert_held(lab: &str, o: &runner::RunOutcome) {
+    let gates = lab_checks(o);
+    let declared = lab::load(&labs().join(format!("{lab}.toml")), "quick")
+        .unwrap()
+        .checks
+        .len();
+    assert_eq!(gates.len(), declared, "{lab}: every check evaluated");
+    assert!(
+        gates.iter().all(|g| g.status == Status::Pass),
+        "{lab} (pack {}):\n  {}",
+        o.pack.display(),
+        listing(&gates)
+    );
+    let a = o.analysis.as_ref().unwrap();
+    assert_eq!(
+        a.verdict.verdict,
+        analysis::Outcome::Held,
+        "{:?}",
+        a.verdict
+    );
+}
+
+/// The control ends `falsified`; the checks whose names contain one of `must_fail` fail, and
+/// every other check passes (the scaling the control relies on did happen).
+pub fn assert_falsified_by(lab: &str, o: &runner::RunOutcome, must_fail: &[&str]) {
+    let gates = lab_checks(o);
+    for g in &gates {
+        let expected = if must_fail.iter().any(|m| g.name.contains(m)) {
+            Status::Fail
+        } else {
+            Status::Pass
+        };
+        assert_eq!(
+            g.status,
+            expected,
+            "{lab}: {} (pack {}):\n  {}",
+            g.name,
+            o.pack.display(),
+            listing(&gates)
+        );
+    }
+    let a = o.analysis.as_ref().unwrap();
+    assert_eq!(
+        a.verdict.verdict,
+        analysis::Outcome::Falsified,
+        "{:?}",
+        a.verdict
+    );
 }

@@ -1,0 +1,43 @@
+//! The ingress-timeout lab, as CI runs it: `ingress-timeout` with its quick profile on
+//! localplane's docker runtime must end `held` (ten 200 s requests served, the one 250 s request
+//! answered `504 upstream request timeout` by the ingress), and its positive control
+//! (`ingress-timeout-swapped`: 250 s requests on the main stream, a 230 s one beside them) must
+//! end `falsified` with both checks failing. Docker must be reachable (these tests fail loudly
+//! otherwise, unless `PROBELAB_SKIP_DOCKER=1`), and the images `probelab/<name>:dev` must exist.
+//!
+//! The 240 s timeout is the platform's and is not scaled, so each run takes about 4.5 minutes,
+//! almost all of it waiting: nextest runs them in the `platform` group, beside the other labs.
+
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
+mod common;
+
+use common::{assert_falsified_by, assert_held, lab_checks, run_checked};
+
+/// What the 504 check says of the request over 240 s (printed for the CI log).
+fn the_504(o: &runner::RunOutcome) -> String {
+    lab_checks(o)
+        .iter()
+        .find(|g| g.name.contains("504"))
+        .map(|g| g.detail.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingress_timeout_quick_holds() {
+    let lab = "ingress-timeout";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_held(lab, &o);
+    eprintln!("{lab}: {}", the_504(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingress_timeout_swapped_is_falsified() {
+    let lab = "ingress-timeout-swapped";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_falsified_by(lab, &o, &["served", "504"]);
+}
