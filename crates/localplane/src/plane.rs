@@ -741,18 +741,7 @@ impl Plane {
             };
         let latest_name = latest.name.clone();
         if ready && !latest.provisioned {
-            let owner = Owner::App {
-                app: app.name.clone(),
-                revision: latest_name.clone(),
-            };
-            self.ctx.sink.system(
-                &owner,
-                "",
-                "RevisionReady",
-                Level::Normal,
-                format!("Successfully provisioned revision '{latest_name}'"),
-            );
-            app.revisions[latest_idx].provisioned = true;
+            self.mark_provisioned(&app.name, &mut app.revisions[latest_idx]);
         }
         if ready && !app.multiple && app.traffic_rev.as_deref() != Some(latest_name.as_str()) {
             self.switch_traffic(app, latest_idx, latest_name);
@@ -775,20 +764,25 @@ impl Plane {
                     .iter()
                     .any(|x| !x.retiring.load(Ordering::SeqCst) && x.ready())
             {
-                r.provisioned = true;
-                let owner = Owner::App {
-                    app: app.name.clone(),
-                    revision: r.name.clone(),
-                };
-                self.ctx.sink.system(
-                    &owner,
-                    "",
-                    "RevisionReady",
-                    Level::Normal,
-                    format!("Successfully provisioned revision '{}'", r.name),
-                );
+                self.mark_provisioned(&app.name, r);
             }
         }
+    }
+
+    /// Marks revision `rev` of app `app` provisioned, with Azure's `RevisionReady` row.
+    fn mark_provisioned(&self, app: &str, rev: &mut Revision) {
+        rev.provisioned = true;
+        let owner = Owner::App {
+            app: app.to_owned(),
+            revision: rev.name.clone(),
+        };
+        self.ctx.sink.system(
+            &owner,
+            "",
+            "RevisionReady",
+            Level::Normal,
+            format!("Successfully provisioned revision '{}'", rev.name),
+        );
     }
 
     /// Sends all traffic to revision `latest_idx` (`latest_name`, `RevisionUpdate`) and
