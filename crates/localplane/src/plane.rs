@@ -6,6 +6,9 @@
 //! started and kept active beside the others, and each revision's traffic weight and labels
 //! come from `configuration.ingress.traffic` ([`crate::traffic`]); no revision is deactivated
 //! by the controller, and no revision autoscales (each runs `minReplicas`, at least 1).
+//!
+//! In both modes each change of a revision's traffic weight writes a `RevisionUpdate` system
+//! row worded as Learn lists it (`Setting a traffic weight of N% for revision R`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -669,6 +672,9 @@ impl Plane {
         if app.multiple {
             let (weights, _) = app.split_targets();
             for (r, w) in app.revisions.iter_mut().zip(weights) {
+                if r.traffic != w {
+                    traffic_weight_row(&self.ctx.sink, &app.name, &r.name, w);
+                }
                 r.traffic = w;
             }
         }
@@ -803,17 +809,7 @@ impl Plane {
                 }
             }
         }
-        let owner = Owner::App {
-            app: app.name.clone(),
-            revision: latest_name.clone(),
-        };
-        self.ctx.sink.system(
-            &owner,
-            "",
-            "RevisionUpdate",
-            Level::Normal,
-            format!("Revision '{latest_name}' traffic weight set to 100"),
-        );
+        traffic_weight_row(&self.ctx.sink, &app.name, &latest_name, 100);
         let linger = app.knobs.timings.old_revision_linger;
         if linger.is_zero() {
             for &i in &to_stop {
@@ -1151,6 +1147,24 @@ impl Plane {
             }
         });
     }
+}
+
+/// The system row of a revision's traffic weight becoming `weight`: reason `RevisionUpdate`
+/// (from issue 18's survey, not in a published export), message as Learn's "Monitor logs in
+/// Azure Container Apps with Log Analytics" lists it for the source "Traffic weight":
+/// `Setting a traffic weight of <percentage>% for revision <revision-name>`.
+fn traffic_weight_row(sink: &Sink, app: &str, revision: &str, weight: u32) {
+    let owner = Owner::App {
+        app: app.to_owned(),
+        revision: revision.to_owned(),
+    };
+    sink.system(
+        &owner,
+        "",
+        "RevisionUpdate",
+        Level::Normal,
+        format!("Setting a traffic weight of {weight}% for revision {revision}"),
+    );
 }
 
 fn set_routes(app: &App) {

@@ -697,7 +697,7 @@ async fn system_rows_are_worded_as_azure_writes_them() {
     assert!(has(
         &lab,
         "RevisionUpdate",
-        &format!("Revision '{latest}' traffic weight set to 100")
+        &format!("Setting a traffic weight of 100% for revision {latest}")
     ));
     assert!(has(
         &lab,

@@ -1,7 +1,8 @@
 //! Multiple revision mode against the process runtime (real `subject` binaries on 127.0.0.1):
 //! traffic rules checked on PUT/PATCH with the service's error shape, a new revision started
-//! without traffic, an exact 90/10 split by smooth weighted round-robin, label host names, and
-//! deactivation refused while a revision has weight.
+//! without traffic, an exact 90/10 split by smooth weighted round-robin, label host names,
+//! deactivation refused while a revision has weight, and the system rows of weight changes
+//! (both modes).
 
 #![allow(clippy::unwrap_used)]
 
@@ -267,5 +268,98 @@ async fn multiple_mode_splits_by_weight_routes_labels_and_guards_deactivation() 
     assert_eq!(tally(&lab, &fqdn, None, 10).await, vec![(v1.clone(), 10)]);
     // v1 kept running throughout: multiple mode deactivates nothing by itself.
     assert_eq!(revision(&lab, &v1).await["active"], true);
+    lab.stop().await;
+}
+
+/// The `RevisionUpdate` rows of app `app`, oldest first: `(RevisionName_s, Log_s)`.
+fn weight_rows(lab: &Lab, app: &str) -> Vec<(String, String)> {
+    lab.system_rows()
+        .iter()
+        .filter(|r| r["ContainerAppName_s"] == app && r["Reason_s"] == "RevisionUpdate")
+        .map(|r| {
+            (
+                r["RevisionName_s"].as_str().unwrap_or("").to_string(),
+                r["Log_s"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The row Learn lists for a traffic weight ("Monitor logs in Azure Container Apps with Log
+/// Analytics", source "Traffic weight").
+fn weight_row(rev: &str, weight: u32) -> (String, String) {
+    (
+        rev.to_string(),
+        format!("Setting a traffic weight of {weight}% for revision {rev}"),
+    )
+}
+
+/// Waits until app `app`'s `RevisionUpdate` rows are exactly `want`, and that they stay so
+/// while the controller runs a few more passes (no duplicate row for a weight already set).
+async fn expect_weight_rows(lab: &Lab, app: &str, want: &[(String, String)]) {
+    eventually(Duration::from_secs(20), "the weight rows", || async {
+        (weight_rows(lab, app) == want).then_some(())
+    })
+    .await;
+    // The controller passes at least every 500 ms: two seconds is several passes.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(weight_rows(lab, app), want);
+}
+
+/// Multiple mode: every change of a revision's weight writes one `RevisionUpdate` row for that
+/// revision with its new weight (100/0 → 90/10 → 0/100: one row per revision whose weight
+/// changed); a PUT that leaves the weights alone writes none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traffic_weight_changes_write_system_rows() {
+    let lab = Lab::process().await;
+    let v1 = format!("{APP}--v1");
+    let v2 = format!("{APP}--v2");
+    let (code, h, v) = put(&lab, body("v1", 1, Value::Null)).await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(60)).await, "Succeeded");
+    let mut want = vec![weight_row(&v1, 100)];
+    expect_weight_rows(&lab, APP, &want).await;
+
+    // 100/0: v2 starts beside v1 and takes nothing; no weight changed, no row.
+    let split = |a: u32, b: u32| json!([{"revisionName": v1, "weight": a}, {"revisionName": v2, "weight": b}]);
+    let (code, h, v) = put(&lab, body("v2", 2, split(100, 0))).await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(60)).await, "Succeeded");
+    expect_weight_rows(&lab, APP, &want).await;
+
+    for (a, b) in [(90, 10), (0, 100)] {
+        let patch = json!({"properties": {"configuration": {"ingress": {"traffic": split(a, b)}}}});
+        let (code, _, v) = lab
+            .call("PATCH", &format!("{}?{AV}", lab.app_url(APP)), Some(patch))
+            .await;
+        assert_eq!(code, 202, "{v}");
+        want.extend([weight_row(&v1, a), weight_row(&v2, b)]);
+        expect_weight_rows(&lab, APP, &want).await;
+        assert_eq!(revision(&lab, &v1).await["trafficWeight"], a);
+        assert_eq!(revision(&lab, &v2).await["trafficWeight"], b);
+    }
+    lab.stop().await;
+}
+
+/// Single mode: each rollout's traffic switch writes one row, 100 % for the new revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_mode_writes_a_weight_row_at_each_switch() {
+    let lab = Lab::process().await;
+    let url = format!("{}?{AV}", lab.app_url("single"));
+    let mut want = Vec::new();
+    for (g, suffix) in [(1, "v1"), (2, "v2")] {
+        let mut b = subject_app(
+            json!([{"name": "ROLLOUT_GENERATION", "value": g.to_string()}]),
+            1,
+            readiness(),
+        );
+        b["properties"]["template"]["revisionSuffix"] = json!(suffix);
+        b["properties"]["template"]["terminationGracePeriodSeconds"] = json!(2);
+        let (code, h, v) = lab.call("PUT", &url, Some(b)).await;
+        assert_eq!(code, 201, "{v}");
+        assert_eq!(lab.wait_op(&h, Duration::from_secs(60)).await, "Succeeded");
+        want.push(weight_row(&format!("single--{suffix}"), 100));
+        expect_weight_rows(&lab, "single", &want).await;
+    }
     lab.stop().await;
 }
