@@ -26,6 +26,17 @@
 //! (Container Apps' per-label URL), goes only to the labelled revision (round-robin over its
 //! ready replicas); an unknown label is a 404, as Envoy answers a host no route matches. In
 //! single mode a label host name routes as any other request.
+//!
+//! Session affinity (`ingress.stickySessions.affinity: sticky`, single revision mode only, as
+//! Learn's "Session affinity in Azure Container Apps" documents it; [`Routes::set_sticky`]): a
+//! request carrying the cookie [`AFFINITY_COOKIE`] whose value names a replica that is routable
+//! now goes to that replica; any other request is routed round-robin as usual and its response
+//! (from the replica, not one the ingress answers itself) sets the cookie to the replica that
+//! served it. So a client keeps its replica while that replica serves, and moves to another
+//! (with a new cookie) once it is gone: Learn's "A client might be routed to a new replica if
+//! the previous replica is no longer available". Learn says the affinity is cookie-based but
+//! names no cookie: the name, the value (the replica name) and the attributes (`Path=/;
+//! HttpOnly`, a session cookie) are ours.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -52,6 +63,9 @@ use crate::scaler::Observation;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(240);
 
 pub const NO_HEALTHY_UPSTREAM: &str = "no healthy upstream";
+/// The session affinity cookie localplane's ingress sets (our name: Container Apps documents
+/// cookie-based affinity without naming its cookie).
+pub const AFFINITY_COOKIE: &str = "localplane-affinity";
 pub const UPSTREAM_TIMEOUT: &str = "upstream request timeout";
 
 /// The endpoints traffic goes to, replaced as a whole by the controller.
@@ -69,6 +83,8 @@ pub struct Routes {
     arrived: AtomicU64,
     /// Whether a request finding no routable replica is held rather than answered 503.
     hold: AtomicBool,
+    /// Session affinity by [`AFFINITY_COOKIE`] (single revision mode only).
+    sticky: AtomicBool,
     /// Notified when a request is held: the plane activates the app.
     pub demand: Notify,
     /// Multiple revision mode: the weighted revisions and labels; `None` routes round-robin
@@ -137,6 +153,15 @@ impl Routes {
         }
     }
 
+    /// Whether requests stick to a replica by the affinity cookie (`stickySessions`).
+    pub fn set_sticky(&self, sticky: bool) {
+        self.sticky.store(sticky, Ordering::SeqCst);
+    }
+
+    pub fn sticky(&self) -> bool {
+        self.sticky.load(Ordering::SeqCst)
+    }
+
     pub fn in_flight(&self) -> u32 {
         self.in_flight.load(Ordering::SeqCst)
     }
@@ -183,15 +208,26 @@ impl Routes {
         self.changed.notify_waiters();
     }
 
-    /// The backend for a request (`label`: from a label host name): `Ok(None)` when nothing is
-    /// routable (the request may be held), `Err` when it is answered at once.
-    fn pick(&self, label: Option<&str>) -> Result<Option<Backend>, Refusal> {
+    /// The backend for a request (`label`: from a label host name; `affinity`: the replica its
+    /// affinity cookie names): `Ok(None)` when nothing is routable (the request may be held),
+    /// `Err` when it is answered at once.
+    fn pick(
+        &self,
+        label: Option<&str>,
+        affinity: Option<&str>,
+    ) -> Result<Option<Backend>, Refusal> {
         let split = self.split.read().ok().and_then(|s| s.clone());
         let Some(split) = split else {
             // Single mode: labels are not acted on, a label host name routes as any other.
             let e = self.snapshot();
             if e.is_empty() {
                 return Ok(None);
+            }
+            // Session affinity: the cookie's replica while it is routable, else round-robin.
+            if self.sticky()
+                && let Some(b) = affinity.and_then(|a| e.iter().find(|b| b.replica == a))
+            {
+                return Ok(Some(b.clone()));
             }
             let i = self.next.fetch_add(1, Ordering::Relaxed) % e.len();
             return Ok(e.get(i).cloned());
@@ -374,6 +410,20 @@ pub async fn serve_target(listener: TcpListener, target: Target, stop: Cancellat
     }
 }
 
+/// The value of the [`AFFINITY_COOKIE`] among a request's `Cookie` headers (RFC 6265: pairs
+/// separated by `;`; the first occurrence wins), if any.
+fn affinity_cookie(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == AFFINITY_COOKIE)
+        .map(|(_, value)| value.trim().trim_matches('"').to_string())
+        .filter(|v| !v.is_empty())
+}
+
 const HOP_BY_HOP: &[&str] = &[
     "connection",
     "keep-alive",
@@ -392,11 +442,12 @@ async fn proxy(
 ) -> Response<Body> {
     // Envoy's route timeout covers the whole request, the wait for a replica included.
     let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
+    let affinity = affinity_cookie(req.headers());
     let backend = loop {
         let changed = routes.changed.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
-        match routes.pick(label) {
+        match routes.pick(label, affinity.as_deref()) {
             Ok(Some(b)) => break b,
             Ok(None) => {}
             Err(Refusal::NoHealthy) => {
@@ -425,6 +476,16 @@ async fn proxy(
     };
     *req.uri_mut() = uri;
     *req.version_mut() = http::Version::HTTP_11;
+    // A sticky app's response names the replica that served it unless the cookie already did.
+    let set_cookie = (routes.sticky() && affinity.as_deref() != Some(backend.replica.as_str()))
+        .then(|| {
+            HeaderValue::from_str(&format!(
+                "{AFFINITY_COOKIE}={}; Path=/; HttpOnly",
+                backend.replica
+            ))
+            .ok()
+        })
+        .flatten();
     let h = req.headers_mut();
     for name in HOP_BY_HOP {
         h.remove(*name);
@@ -452,6 +513,9 @@ async fn proxy(
             let (mut parts, body) = resp.into_parts();
             for name in HOP_BY_HOP {
                 parts.headers.remove(*name);
+            }
+            if let Some(c) = set_cookie {
+                parts.headers.append(http::header::SET_COOKIE, c);
             }
             Response::from_parts(parts, body.boxed())
         }
@@ -492,11 +556,11 @@ mod tests {
             labels: vec![("canary".into(), 1)],
         }));
         for _ in 0..37 {
-            routes.pick(None).unwrap();
+            routes.pick(None, None).unwrap();
         }
         let mut count = std::collections::BTreeMap::new();
         for _ in 0..100 {
-            let b = routes.pick(None).unwrap().unwrap();
+            let b = routes.pick(None, None).unwrap().unwrap();
             *count.entry(b.replica).or_insert(0i32) += 1;
         }
         assert_eq!(count["b1"], 10);
@@ -504,9 +568,12 @@ mod tests {
         assert!((count["a1"] - count["a2"]).abs() <= 1, "{count:?}");
         // Labels: only the labelled revision; an unknown one is refused.
         for _ in 0..5 {
-            assert_eq!(routes.pick(Some("canary")).unwrap().unwrap().replica, "b1");
+            assert_eq!(
+                routes.pick(Some("canary"), None).unwrap().unwrap().replica,
+                "b1"
+            );
         }
-        assert_eq!(routes.pick(Some("nope")), Err(Refusal::UnknownLabel));
+        assert_eq!(routes.pick(Some("nope"), None), Err(Refusal::UnknownLabel));
         // The 10 % revision loses its replicas: its picks are 503s, the others still go to a.
         routes.set_split(Some(Split {
             groups: vec![
@@ -516,12 +583,60 @@ mod tests {
             labels: vec![],
         }));
         let refused = (0..100)
-            .filter(|_| routes.pick(None) == Err(Refusal::NoHealthy))
+            .filter(|_| routes.pick(None, None) == Err(Refusal::NoHealthy))
             .count();
         assert_eq!(refused, 10);
         // Single mode: no split, nothing routable, a label changes nothing.
         routes.set_split(None);
-        assert_eq!(routes.pick(Some("canary")), Ok(None));
+        assert_eq!(routes.pick(Some("canary"), None), Ok(None));
+    }
+
+    /// Session affinity: with `sticky` a cookie naming a routable replica keeps its requests
+    /// there; a replica that is gone falls back to round-robin; without `sticky`, and in
+    /// multiple revision mode, the cookie changes nothing.
+    #[test]
+    fn affinity_sticks_while_the_replica_is_routable() {
+        let routes = Routes::default();
+        routes.set(vec![be(1, "r", "r1"), be(2, "r", "r2"), be(3, "r", "r3")]);
+        let picks = |n: usize, cookie: Option<&str>| -> std::collections::BTreeSet<String> {
+            (0..n)
+                .map(|_| routes.pick(None, cookie).unwrap().unwrap().replica)
+                .collect()
+        };
+        assert_eq!(picks(3, Some("r2")).len(), 3, "not sticky: round-robin");
+        routes.set_sticky(true);
+        assert_eq!(picks(10, Some("r2")), ["r2".to_string()].into());
+        assert_eq!(picks(3, None).len(), 3, "no cookie: round-robin");
+        routes.set(vec![be(1, "r", "r1"), be(3, "r", "r3")]);
+        assert_eq!(
+            picks(4, Some("r2")),
+            ["r1".to_string(), "r3".to_string()].into(),
+            "a replica that is gone: round-robin over the others"
+        );
+        routes.set_split(Some(Split {
+            groups: vec![group("r", 100, vec![be(1, "r", "r1"), be(3, "r", "r3")])],
+            labels: vec![],
+        }));
+        assert_eq!(picks(4, Some("r3")).len(), 2, "multiple mode: not acted on");
+    }
+
+    #[test]
+    fn the_affinity_cookie_is_found_among_others() {
+        let mut h = http::HeaderMap::new();
+        assert_eq!(affinity_cookie(&h), None);
+        h.append(http::header::COOKIE, HeaderValue::from_static("a=1; b=2"));
+        assert_eq!(affinity_cookie(&h), None);
+        h.append(
+            http::header::COOKIE,
+            HeaderValue::from_static("x=y;localplane-affinity=app--v1-abc-def ; z=1"),
+        );
+        assert_eq!(affinity_cookie(&h).as_deref(), Some("app--v1-abc-def"));
+        let mut h = http::HeaderMap::new();
+        h.append(
+            http::header::COOKIE,
+            HeaderValue::from_static("localplane-affinity="),
+        );
+        assert_eq!(affinity_cookie(&h), None);
     }
 
     async fn backend(tag: &'static str) -> SocketAddr {

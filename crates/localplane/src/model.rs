@@ -105,6 +105,10 @@ impl TemplateSpec {
 pub struct IngressSpec {
     pub external: bool,
     pub target_port: u16,
+    /// `stickySessions.affinity` is `sticky` (any case) and the transport is not TCP: session
+    /// affinity asked for. Acted on in single revision mode only, as Learn documents it
+    /// ("Session affinity in Azure Container Apps"); see [`crate::ingress`].
+    pub sticky: bool,
 }
 
 /// Reads `v` as the wire type `T` (the `appmodel` types `arm` sends), or ARM's 400
@@ -398,9 +402,19 @@ pub fn ingress_spec(
                 "ingress.targetPort must be an integer 1..65535",
             )
         })?;
+    let sticky = ing
+        .sticky_sessions
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .is_some_and(|a| a.as_str().eq_ignore_ascii_case("sticky"))
+        && !ing
+            .transport
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("tcp"));
     Ok(Some(IngressSpec {
         external: ing.external.unwrap_or(false),
         target_port,
+        sticky,
     }))
 }
 

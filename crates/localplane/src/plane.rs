@@ -1168,6 +1168,10 @@ fn traffic_weight_row(sink: &Sink, app: &str, revision: &str, weight: u32) {
 }
 
 fn set_routes(app: &App) {
+    // Session affinity is acted on in single revision mode only (Learn: "Session affinity is
+    // only supported when your app is in single revision mode").
+    app.routes
+        .set_sticky(!app.multiple && app.ingress.as_ref().is_some_and(|i| i.sticky));
     if app.multiple {
         set_split_routes(app);
         return;

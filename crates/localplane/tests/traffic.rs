@@ -1,8 +1,8 @@
 //! Multiple revision mode against the process runtime (real `subject` binaries on 127.0.0.1):
 //! traffic rules checked on PUT/PATCH with the service's error shape, a new revision started
 //! without traffic, an exact 90/10 split by smooth weighted round-robin, label host names,
-//! deactivation refused while a revision has weight, and the system rows of weight changes
-//! (both modes).
+//! deactivation refused while a revision has weight, the system rows of weight changes (both
+//! modes) and session affinity (`stickySessions`, single mode only).
 
 #![allow(clippy::unwrap_used)]
 
@@ -361,5 +361,168 @@ async fn single_mode_writes_a_weight_row_at_each_switch() {
         want.push(weight_row(&format!("single--{suffix}"), 100));
         expect_weight_rows(&lab, "single", &want).await;
     }
+    lab.stop().await;
+}
+
+/// One request through `fqdn` with `cookie` as its `Cookie` header: the status, the replica
+/// that answered (the subject's JSON) and the `Set-Cookie` header of the response.
+async fn hit_with_cookie(
+    fqdn: &str,
+    lab: &Lab,
+    cookie: Option<&str>,
+) -> (u16, String, Option<String>) {
+    let mut req = http::Request::get(format!("http://{fqdn}/")).header("host", fqdn);
+    if let Some(c) = cookie {
+        req = req.header("cookie", c);
+    }
+    let resp = tokio::time::timeout(
+        Duration::from_secs(30),
+        lab.client
+            .request(req.body(Full::new(Bytes::new())).unwrap()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let status = resp.status().as_u16();
+    let set_cookie = resp
+        .headers()
+        .get("set-cookie")
+        .map(|v| v.to_str().unwrap().to_string());
+    let b = resp.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&b).unwrap_or(Value::Null);
+    (
+        status,
+        v["replica"].as_str().unwrap_or("").to_string(),
+        set_cookie,
+    )
+}
+
+/// An app with `replicas` replicas, each ready, and session affinity `affinity`.
+fn affinity_app(mode: &str, replicas: u32, affinity: &str) -> Value {
+    let mut b = subject_app(json!([]), replicas, readiness());
+    b["properties"]["configuration"]["activeRevisionsMode"] = json!(mode);
+    b["properties"]["configuration"]["ingress"]["stickySessions"] = json!({"affinity": affinity});
+    b["properties"]["template"]["terminationGracePeriodSeconds"] = json!(2);
+    b
+}
+
+/// Deploys `body` as app `app` and waits until `replicas` replicas answer through its
+/// ingress; returns its fqdn.
+async fn deploy_ready(lab: &Lab, app: &str, body: Value, replicas: usize) -> String {
+    let url = format!("{}?{AV}", lab.app_url(app));
+    let (code, h, v) = lab.call("PUT", &url, Some(body)).await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(60)).await, "Succeeded");
+    let (_, _, v) = lab.call("GET", &url, None).await;
+    let fqdn = v["properties"]["configuration"]["ingress"]["fqdn"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    eventually(
+        Duration::from_secs(30),
+        "every replica routable",
+        || async {
+            let mut seen = std::collections::BTreeSet::new();
+            for _ in 0..2 * replicas {
+                let (st, rep, _) = hit_with_cookie(&fqdn, lab, None).await;
+                if st == 200 {
+                    seen.insert(rep);
+                }
+            }
+            (seen.len() == replicas).then_some(())
+        },
+    )
+    .await;
+    fqdn
+}
+
+/// `stickySessions.affinity: sticky` in single mode: the first response sets the affinity
+/// cookie naming its replica, and every request carrying it goes to that replica; a cookie
+/// naming a replica that is gone is routed as any request and gets a new cookie. Without the
+/// cookie, or with affinity `none`, requests go round-robin over the replicas. In multiple
+/// mode the setting is accepted and returned but not acted on (Learn: single revision mode
+/// only).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sticky_sessions_keep_a_client_on_its_replica_in_single_mode() {
+    let lab = Lab::process().await;
+    let url = format!("{}?{AV}", lab.app_url("sticky"));
+    let fqdn = deploy_ready(&lab, "sticky", affinity_app("Single", 3, "sticky"), 3).await;
+    let (_, _, v) = lab.call("GET", &url, None).await;
+    assert_eq!(
+        v["properties"]["configuration"]["ingress"]["stickySessions"]["affinity"], "sticky",
+        "{v}"
+    );
+
+    // The first response names its replica in the cookie.
+    let (st, first, set) = hit_with_cookie(&fqdn, &lab, None).await;
+    assert_eq!(st, 200);
+    let set = set.expect("a Set-Cookie on the first response");
+    assert_eq!(
+        set,
+        format!("localplane-affinity={first}; Path=/; HttpOnly")
+    );
+    let cookie = format!("theme=dark; localplane-affinity={first}");
+    // With the cookie: always that replica, and no new cookie.
+    for _ in 0..20 {
+        let (st, rep, set) = hit_with_cookie(&fqdn, &lab, Some(&cookie)).await;
+        assert_eq!((st, rep.as_str(), set), (200, first.as_str(), None));
+    }
+    // Without it: round-robin, each response naming the replica that served it.
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..6 {
+        let (st, rep, set) = hit_with_cookie(&fqdn, &lab, None).await;
+        assert_eq!(st, 200);
+        assert_eq!(
+            set,
+            Some(format!("localplane-affinity={rep}; Path=/; HttpOnly"))
+        );
+        seen.insert(rep);
+    }
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    // A replica that is gone: served by another, which the new cookie names.
+    let (st, rep, set) = hit_with_cookie(
+        &fqdn,
+        &lab,
+        Some("localplane-affinity=sticky--gone-000000000-00000"),
+    )
+    .await;
+    assert_eq!(st, 200);
+    assert_eq!(
+        set,
+        Some(format!("localplane-affinity={rep}; Path=/; HttpOnly"))
+    );
+
+    // Affinity `none` (an application-scope change: no new revision): the cookie is ignored.
+    let patch = json!({"properties": {"configuration": {"ingress": {"stickySessions": {"affinity": "none"}}}}});
+    let (code, _, v) = lab.call("PATCH", &url, Some(patch)).await;
+    assert_eq!(code, 202, "{v}");
+    eventually(Duration::from_secs(10), "affinity off", || async {
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..6 {
+            let (st, rep, set) = hit_with_cookie(&fqdn, &lab, Some(&cookie)).await;
+            if st != 200 || set.is_some() {
+                return None;
+            }
+            seen.insert(rep);
+        }
+        (seen.len() == 3).then_some(())
+    })
+    .await;
+
+    // Multiple mode: accepted, returned, not acted on.
+    let multi = format!("{}?{AV}", lab.app_url("multi"));
+    let fqdn = deploy_ready(&lab, "multi", affinity_app("Multiple", 2, "sticky"), 2).await;
+    let (_, _, v) = lab.call("GET", &multi, None).await;
+    assert_eq!(
+        v["properties"]["configuration"]["ingress"]["stickySessions"]["affinity"], "sticky",
+        "{v}"
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..4 {
+        let (st, rep, set) = hit_with_cookie(&fqdn, &lab, Some(&cookie)).await;
+        assert_eq!((st, set), (200, None));
+        seen.insert(rep);
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
     lab.stop().await;
 }
