@@ -195,6 +195,12 @@ pub struct Config {
     /// CPU burn per `/` request, milliseconds.
     #[arg(long, env = "WORK_MS", default_value_t = 0)]
     pub work_ms: u64,
+    /// Fraction of `/` requests this replica answers `500 injected failure` (0 to 1), spread
+    /// evenly rather than drawn at random: the k-th request fails when ⌊k·rate⌋ > ⌊(k−1)·rate⌋,
+    /// so 0.2 fails every 5th. A canary's partial failure whose share of errors is exact, so a
+    /// lab's tolerance judges the platform's traffic split, not the dice.
+    #[arg(long, env = "FAIL_RATE", default_value = "0.0", value_parser = parse_fraction)]
+    pub fail_rate: f64,
 
     /// A finite-capacity server for `/`, made of sleeps (no CPU): the replica does this many
     /// mean requests' worth of work per second, shared as CAPACITY_SHARING says, each request's
@@ -309,6 +315,7 @@ impl Config {
             warm_ready_lies: false,
             request_delay_ms: 0,
             work_ms: 0,
+            fail_rate: 0.0,
             capacity_rps: None,
             capacity_sharing: Sharing::Ps,
             capacity_cv: 1.0,
@@ -396,6 +403,7 @@ impl Config {
             "warm_ready_lies": self.warm_ready_lies,
             "request_delay_ms": self.request_delay_ms,
             "work_ms": self.work_ms,
+            "fail_rate": self.fail_rate,
             "capacity_rps": self.capacity_rps,
             "capacity_sharing": self.capacity_rps.map(|_| self.capacity_sharing.name()),
             "capacity_cv": self.capacity_rps.map(|_| self.capacity_cv),
@@ -473,6 +481,8 @@ mod tests {
             &["--startup-mode", "sideways"],
             &["--max-concurrency", "-2"],
             &["--dependency-fail-rate", "2"],
+            &["--fail-rate", "1.5"],
+            &["--fail-rate", "-0.1"],
             &["--max-request-seconds", "0"],
             &["--warm-ready-lies", "maybe"],
         ] {

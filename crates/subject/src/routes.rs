@@ -5,6 +5,7 @@
 //! draining, `Connection: close` → JSON `{error}` bodies for every 4xx/5xx → `MAX_CONCURRENCY`
 //! semaphore and in-flight count → zombie gate → the routes.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Json;
@@ -171,6 +172,10 @@ async fn root(State(state): State<AppState>) -> Response {
     if let Some(cap) = &state.0.capacity {
         cap.serve().await;
     }
+    let k = state.0.served.fetch_add(1, Ordering::Relaxed) + 1;
+    if injected_failure(k, cfg.fail_rate) {
+        return error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected failure (FAIL_RATE)");
+    }
     if cfg.request_delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(cfg.request_delay_ms)).await;
     }
@@ -191,6 +196,12 @@ async fn root(State(state): State<AppState>) -> Response {
         "ts": labkit::Timestamp::now(),
     }))
     .into_response()
+}
+
+/// Whether the `k`-th `/` request (from 1) fails under `FAIL_RATE = rate`: when ⌊k·rate⌋ steps
+/// up, so failures are spread evenly and any n consecutive requests hold ⌊n·rate⌋ or ⌈n·rate⌉.
+fn injected_failure(k: u64, rate: f64) -> bool {
+    rate > 0.0 && ((k as f64) * rate).floor() > ((k - 1) as f64 * rate).floor()
 }
 
 /// Burns CPU for `d` on the blocking pool (a tight loop, not a sleep).

@@ -46,6 +46,8 @@ pub struct Inner {
     pub started: AtomicBool,
     pub draining: AtomicBool,
     pub inflight: AtomicU64,
+    /// `/` requests that passed startup, counted for `FAIL_RATE`.
+    pub served: AtomicU64,
     pub sim: watch::Sender<Simulation>,
     pub semaphore: Option<Arc<Semaphore>>,
     /// The `CAPACITY_RPS` model of `/`, when set.
@@ -84,6 +86,7 @@ impl AppState {
             started: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             inflight: AtomicU64::new(0),
+            served: AtomicU64::new(0),
             sim: watch::Sender::new(Simulation::default()),
             dependency: Mutex::new(dependency),
             client,

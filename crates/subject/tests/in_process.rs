@@ -486,3 +486,41 @@ async fn the_capacity_model_queues_root_requests_but_not_probes() {
     );
     assert_eq!(Instant::now() - t, Duration::ZERO);
 }
+
+/// `FAIL_RATE`: a canary's partial failure, spread evenly (every 5th request at 0.2), only on
+/// `/`, with a JSON body that says it was injected; probes and other endpoints stay healthy.
+#[tokio::test]
+async fn fail_rate_fails_an_exact_evenly_spread_share_of_root_requests() {
+    let mut cfg = Config::defaults();
+    cfg.fail_rate = 0.2;
+    let app = router(cfg);
+    let mut failed = Vec::new();
+    for k in 1..=100 {
+        let (s, body) = call(&app, "GET", "/", "").await;
+        if s == StatusCode::INTERNAL_SERVER_ERROR {
+            assert!(body["error"].as_str().unwrap().contains("FAIL_RATE"), "{body}");
+            failed.push(k);
+        } else {
+            assert_eq!(s, StatusCode::OK, "request {k}");
+        }
+    }
+    assert_eq!(failed, (1..=20).map(|i| i * 5).collect::<Vec<_>>());
+    for p in ["/ready", "/healthz", "/live", "/status"] {
+        let (s, _) = call(&app, "GET", p, "").await;
+        assert_ne!(s, StatusCode::INTERNAL_SERVER_ERROR, "{p}");
+    }
+
+    let app = router(Config::defaults());
+    for _ in 0..50 {
+        assert_eq!(call(&app, "GET", "/", "").await.0, StatusCode::OK);
+    }
+    let mut cfg = Config::defaults();
+    cfg.fail_rate = 1.0;
+    let app = router(cfg);
+    for _ in 0..10 {
+        assert_eq!(
+            call(&app, "GET", "/", "").await.0,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+}
