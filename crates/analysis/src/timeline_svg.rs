@@ -2,7 +2,7 @@
 //! story of a lab (event fired → new revision → switch → errors or none) in one picture.
 //!
 //! Panels, top to bottom: the steps as bands; err_pct per rule window with the threshold (bad
-//! windows as red dots); p50/p99 latency; the share of responses per revision (`served_by`);
+//! windows as red dots; an observation lab has no rule, so neither is drawn); p50/p99 latency; the share of responses per revision (`served_by`);
 //! replicas per revision (counted from the samplers' `ReplicaInventorySample` ticks); the system
 //! events as a strip, one row per reason. A vertical marker crosses every panel at each fired
 //! perturbation event (`runs.json` actions, one per step and event). Window values are drawn
@@ -517,7 +517,14 @@ impl Layout {
                 .all
                 .iter()
                 .map(|r| r.err_pct)
-                .fold(thr * 2.0, f64::max)
+                .fold(
+                    if sc.a.lab.is_observation() {
+                        1.0
+                    } else {
+                        thr * 2.0
+                    },
+                    f64::max,
+                )
                 .max(0.001)
                 * 1.1,
         };
@@ -704,12 +711,17 @@ fn err_panel(svg: &mut String, sc: &Scene, lay: &Layout) {
         "errors",
         &format!("% per {} s window", wms / 1000),
     );
-    let y = p_err.y(thr);
-    let _ = write!(
-        svg,
-        r##"<line class="threshold" x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#d62728" stroke-dasharray="6,3"/>"##,
-        LEFT + PW
-    );
+    // An observation lab has no rule: no threshold to draw, no window is "bad" (a canary's
+    // expected 2 % would otherwise show as a row of red dots over a line it never had).
+    let ruled = !sc.a.lab.is_observation();
+    if ruled {
+        let y = p_err.y(thr);
+        let _ = write!(
+            svg,
+            r##"<line class="threshold" x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#d62728" stroke-dasharray="6,3"/>"##,
+            LEFT + PW
+        );
+    }
     for run in sc.rows.values() {
         let pts: Vec<(i64, f64)> = run
             .iter()
@@ -724,7 +736,7 @@ fn err_panel(svg: &mut String, sc: &Scene, lay: &Layout) {
             r##"stroke="#1f77b4" stroke-width="1.5""##,
         );
     }
-    for r in sc.all.iter().filter(|r| r.is_bad(&sc.a.rule)) {
+    for r in sc.all.iter().filter(|r| ruled && r.is_bad(&sc.a.rule)) {
         let _ = write!(
             svg,
             r##"<circle class="bad-window" cx="{:.1}" cy="{:.1}" r="3" fill="#d62728"><title>{} {}: {:.3} %</title></circle>"##,
@@ -735,14 +747,11 @@ fn err_panel(svg: &mut String, sc: &Scene, lay: &Layout) {
             r.err_pct
         );
     }
-    legend(
-        svg,
-        p_err,
-        &[
-            ("err_pct".into(), PALETTE[0].into(), false),
-            (format!("threshold {thr} %"), "#d62728".into(), true),
-        ],
-    );
+    let mut keys: Vec<(String, String, bool)> = vec![("err_pct".into(), PALETTE[0].into(), false)];
+    if ruled {
+        keys.push((format!("threshold {thr} %"), "#d62728".into(), true));
+    }
+    legend(svg, p_err, &keys);
     let _ = write!(svg, "</g>");
 }
 

@@ -281,4 +281,15 @@ fn a_scale_to_zero_pack_draws_replicas_down_to_zero_and_no_sampler_windows() {
     let svg = timeline_svg::lab(&a).unwrap();
     assert!(svg.contains("no step fired an action"));
     assert!(!svg.contains(r#"class="sampler-window""#));
+    // An observation lab has no rule: no threshold line, no window marked bad.
+    assert!(!svg.contains(r#"class="threshold""#));
+    assert!(!svg.contains(r#"class="bad-window""#));
+    assert!(!svg.contains("threshold 0.5 %"));
+}
+
+#[test]
+fn a_rollout_pack_draws_its_rule_threshold() {
+    let svg = timeline_svg::lab(&quick()).unwrap();
+    assert_eq!(tags(&svg, r#"<line class="threshold""#).len(), 1);
+    assert!(svg.contains("threshold 0.5 %"));
 }
