@@ -42,6 +42,17 @@
 //!   startup delay, at most a bound).
 //! - `system_event_at_least`: rows of `app` with `reason` (and `contains` in the message) ≥
 //!   `min` (1), e.g. the scale decisions `KEDAScaleTargetActivated`, `SuccessfulRescale`.
+//! - `error_rate_between`: every window holding at least `min_requests` (100) requests has an
+//!   error rate within `[min_pct, max_pct]`; windows with fewer are listed, not judged; not
+//!   evaluated when no window is judged.
+//! - `served_share_between`: the share of the responses (the windows' `served_by`, every
+//!   response, `unknown` included) served by `<app>--<revision>` is within `[min_pct,
+//!   max_pct]`; not evaluated without a response.
+//! - `errors_served_by`: every failed request was answered by revision `<app>--<revision>`
+//!   (the `req` lines' `X-Revision`). The `req` lines must hold every error the windows count:
+//!   when they hold fewer (no `req` lines, lost lines) the errors cannot all be attributed and
+//!   the check is not evaluated. No error at all passes (nothing was served by another
+//!   revision), and says so.
 
 use labkit::config::parse_duration;
 use serde_json::{Value, json};
@@ -107,17 +118,27 @@ fn judged(ok: bool, detail: String, numbers: Value, rows: Vec<String>) -> Eval {
 fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
     use lab::CheckKind as K;
     let level = match c.kind {
-        K::StatusSeen | K::NoErrors | K::ErrorsAtLeast | K::Recovers | K::SlowestBetween => {
-            Level::Measured
-        }
+        K::StatusSeen
+        | K::NoErrors
+        | K::ErrorsAtLeast
+        | K::Recovers
+        | K::SlowestBetween
+        | K::ErrorRateBetween
+        | K::ErrorsServedBy
+        | K::ServedShareBetween => Level::Measured,
         _ => Level::Observed,
     };
     let e = match inp.runs {
         Err(why) => invalid(format!("runs.json: {why}")),
         Ok(runs) => match &c.kind {
-            K::StatusSeen | K::NoErrors | K::ErrorsAtLeast | K::Recovers | K::SlowestBetween => {
-                load_check(c, runs, inp)
-            }
+            K::StatusSeen
+            | K::NoErrors
+            | K::ErrorsAtLeast
+            | K::Recovers
+            | K::SlowestBetween
+            | K::ErrorRateBetween
+            | K::ErrorsServedBy
+            | K::ServedShareBetween => load_check(c, runs, inp),
             K::SystemEventAtLeast => event_check(c, runs, inp.acc),
             K::RestartCountAtLeast
             | K::RestartCountAtMost
@@ -163,6 +184,8 @@ struct Win {
     status: u64,
     /// The slowest response of the window (ms), when its source tells it.
     max_ms: Option<f64>,
+    /// Responses by the revision that served them.
+    served_by: std::collections::BTreeMap<String, u64>,
 }
 
 /// The windows a load check judges (the step's runs of its load, one scenario), with the totals
@@ -273,6 +296,7 @@ fn load_windows<'a>(
                     err: w.err,
                     status: st(&w.status),
                     max_ms: (w.count > 0).then(|| w.hist.max() as f64 / 1000.0),
+                    served_by: w.served_by.clone(),
                 });
             }
         } else {
@@ -284,6 +308,7 @@ fn load_windows<'a>(
                     err: w.err,
                     status: st(&w.status),
                     max_ms: w.max_ms,
+                    served_by: w.served_by.clone(),
                 });
             }
         }
@@ -360,6 +385,9 @@ fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
             )
         }
         "slowest_between" => slowest_between(c, &sel, inp),
+        "error_rate_between" => error_rate_between(c, &sel, inp),
+        "errors_served_by" => errors_served_by(c, &sel, inp),
+        "served_share_between" => served_share_between(c, &sel, inp),
         _ => recovers(&sel, inp),
     }
 }
@@ -401,6 +429,166 @@ fn slowest_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
                    "window": iso_ms(win.start_ms)}),
         ),
         sel.row_of(inp, win).into_iter().collect(),
+    )
+}
+
+/// `error_rate_between`: each window with at least `min_requests` requests has an error rate in
+/// `[min_pct, max_pct]`. Not evaluated when no window has that many requests.
+fn error_rate_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
+    let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
+    let (Some(lo), Some(hi)) = (c.min_pct, c.max_pct) else {
+        return invalid("error_rate_between needs `min_pct` and `max_pct`");
+    };
+    let floor = c
+        .min_requests
+        .unwrap_or(lab::checks::DEFAULT_MIN_REQUESTS);
+    let pct_of = |w: &Win| labkit::event::err_pct(w.err, w.count);
+    let judged_wins: Vec<&Win> = sel.wins.iter().filter(|w| w.count >= floor).collect();
+    let skipped = sel.wins.len() - judged_wins.len();
+    if judged_wins.is_empty() {
+        return invalid(format!(
+            "no window of {load}/{scenario} in {where_} holds {floor} requests ({} window(s), {} requests): no error rate to judge",
+            sel.wins.len(),
+            sel.requests
+        ));
+    }
+    let outside = |w: &Win| {
+        let p = pct_of(w);
+        p < lo || p > hi
+    };
+    let bad: Vec<&&Win> = judged_wins.iter().filter(|w| outside(w)).collect();
+    let rates: Vec<Value> = judged_wins
+        .iter()
+        .map(|w| json!({"window": iso_ms(w.start_ms), "requests": w.count, "errors": w.err,
+                        "err_pct": (pct_of(w) * 1000.0).round() / 1000.0}))
+        .collect();
+    let (min_seen, max_seen) = judged_wins.iter().map(|w| pct_of(w)).fold(
+        (f64::INFINITY, f64::NEG_INFINITY),
+        |(a, b), p| (a.min(p), b.max(p)),
+    );
+    judged(
+        bad.is_empty(),
+        format!(
+            "{} of {} window(s) with >= {floor} requests outside {lo}-{hi} % errors (seen {min_seen:.2}-{max_seen:.2} %), {} smaller window(s) not judged, {load}/{scenario}, {where_}",
+            bad.len(),
+            judged_wins.len(),
+            skipped
+        ),
+        with(
+            sel.base(),
+            json!({"min_pct": lo, "max_pct": hi, "min_requests": floor,
+                   "judged": judged_wins.len(), "outside": bad.len(), "not_judged": skipped,
+                   "min_err_pct": min_seen, "max_err_pct": max_seen, "per_window": rates}),
+        ),
+        sel.rows_where(inp, &|w| w.count >= floor && outside(w)),
+    )
+}
+
+/// `served_share_between`: the share of the responses served by `<app>--<revision>`.
+fn served_share_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
+    let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
+    let (Some(app), Some(sfx), Some(lo), Some(hi)) = (&c.app, &c.revision, c.min_pct, c.max_pct)
+    else {
+        return invalid("served_share_between needs `app`, `revision`, `min_pct` and `max_pct`");
+    };
+    let want = lab::arm_body::revision_name(app, sfx);
+    let mut by_rev: std::collections::BTreeMap<&str, u64> = Default::default();
+    for w in &sel.wins {
+        for (k, v) in &w.served_by {
+            *by_rev.entry(k.as_str()).or_insert(0) += v;
+        }
+    }
+    let responses: u64 = by_rev.values().sum();
+    if responses == 0 {
+        return invalid(format!(
+            "no response of {load}/{scenario} in {where_}: no share to judge"
+        ));
+    }
+    let mine = by_rev.get(want.as_str()).copied().unwrap_or(0);
+    let share = mine as f64 * 100.0 / responses as f64;
+    let list: Vec<String> = by_rev.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    judged(
+        share >= lo && share <= hi,
+        format!(
+            "{want} served {mine} of {responses} responses ({share:.2} %, must be {lo}-{hi} %) of {load}/{scenario}, {where_}: {}",
+            list.join(", ")
+        ),
+        with(
+            sel.base(),
+            json!({"revision": want, "served": mine, "responses": responses,
+                   "share_pct": share, "min_pct": lo, "max_pct": hi, "served_by": by_rev}),
+        ),
+        sel.rows_where(inp, &|w| w.count > 0),
+    )
+}
+
+/// `errors_served_by`: every failed request of the runs was answered by `<app>--<revision>`,
+/// read from their `req` lines, which must hold every error the windows count.
+fn errors_served_by(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
+    let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
+    let (Some(app), Some(sfx)) = (&c.app, &c.revision) else {
+        return invalid("errors_served_by needs `app` and `revision`");
+    };
+    let want = lab::arm_body::revision_name(app, sfx);
+    let mut by_rev: std::collections::BTreeMap<String, u64> = Default::default();
+    for r in inp
+        .acc
+        .runs
+        .iter()
+        .filter(|r| r.scenario == scenario && sel.present.contains(&r.run_id.as_str()))
+    {
+        for (k, v) in r.req_errors_by_revision() {
+            *by_rev.entry(k).or_insert(0) += v;
+        }
+    }
+    let attributed: u64 = by_rev.values().sum();
+    let numbers = with(
+        sel.base(),
+        json!({"revision": want, "errors_by_revision": by_rev, "attributed": attributed}),
+    );
+    if attributed < sel.errors {
+        return Eval {
+            status: Status::NotEvaluated,
+            detail: format!(
+                "the windows of {load}/{scenario} in {where_} count {} error(s), its req lines hold {attributed}: {} cannot be attributed to a revision (req lines lost, or log_requests = none)",
+                sel.errors,
+                sel.errors - attributed
+            ),
+            numbers,
+            rows: Vec::new(),
+        };
+    }
+    if attributed > sel.errors {
+        return Eval {
+            status: Status::NotEvaluated,
+            detail: format!(
+                "the req lines of {load}/{scenario} in {where_} hold {attributed} error(s), its windows count {}: the two sources disagree, so the attribution is not judged",
+                sel.errors
+            ),
+            numbers,
+            rows: Vec::new(),
+        };
+    }
+    let elsewhere: u64 = by_rev
+        .iter()
+        .filter(|(k, _)| **k != want)
+        .map(|(_, v)| v)
+        .sum();
+    let list: Vec<String> = by_rev.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let detail = if attributed == 0 {
+        format!("no error in {} requests of {load}/{scenario}, {where_}: none served by another revision than {want}", sel.requests)
+    } else {
+        format!(
+            "{} of {attributed} error(s) served by another revision than {want} ({}), {load}/{scenario}, {where_}",
+            elsewhere,
+            list.join(", ")
+        )
+    };
+    judged(
+        elsewhere == 0,
+        detail,
+        numbers,
+        sel.rows_where(inp, &|w| w.err > 0),
     )
 }
 

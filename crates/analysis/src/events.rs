@@ -20,8 +20,9 @@
 //!   neither in the event's first inventory tick nor named by any system row before it, and
 //!   each replica of the first tick
 //!   has a `ManuallyStopped` row or is gone from the last tick;
-//! - any other kind (dependency, simulate, saturate): its action records are ok (no platform
-//!   signature is checked for them).
+//! - any other kind (dependency, simulate, saturate, and the multiple-mode `revision`,
+//!   `traffic`, `deactivate`, whose effect the labs' own checks judge: who served what): its
+//!   action records are ok (no platform signature is checked for them).
 //!
 //! An event without a per-event perturbation id (a pack written before per-event ids) is not
 //! observed: its sampler lines cannot be told apart from the other events' of its step.

@@ -207,6 +207,7 @@ pub fn compute_with_runs(
     let mut tables = vec![
         q1_table(&runs),
         q2_table(&q2, &q2_name, &rule),
+        errors_by_revision_table(&acc, &runs),
         timeline::q3(&acc, &events),
         timeline::q4(&acc),
         q5_table(&streaks, &longest, &runs, &rule),
@@ -366,6 +367,58 @@ fn summary_statements(
         ));
     }
     out
+}
+
+/// Q2 by revision: each run's failed requests by the revision that answered them (`X-Revision`
+/// on the `req` lines; `unknown`: no response, or none named). The windows count errors too;
+/// where the `req` lines hold fewer than the windows, the rest is a `not attributed` row, so
+/// the table never reads as complete when one source holds less than the other.
+fn errors_by_revision_table(acc: &Acc, runs: &[RunSummary]) -> Table {
+    let mut t = Table::new(
+        "q2-errors-by-revision",
+        "Q2 by revision: failed requests per run by the revision that served them (req lines)",
+        &["run_id", "scenario", "phase", "revision", "errors", "share_pct", "basis"],
+    );
+    for r in runs.iter().filter(|r| r.err > 0) {
+        let Some(data) = acc
+            .runs
+            .iter()
+            .find(|d| d.run_id == r.run_id && d.scenario == r.scenario)
+        else {
+            continue;
+        };
+        let by_rev = data.req_errors_by_revision();
+        let attributed: u64 = by_rev.values().sum();
+        let share = |n: u64| pct(labkit::event::err_pct(n, r.err));
+        let basis = format!("req lines ({} of {} errors)", attributed.min(r.err), r.err);
+        for (rev, n) in &by_rev {
+            t.push(vec![
+                json!(r.run_id),
+                json!(r.scenario),
+                json!(r.phase),
+                json!(rev),
+                json!(n),
+                share(*n),
+                json!(basis),
+            ]);
+        }
+        if attributed < r.err {
+            t.push(vec![
+                json!(r.run_id),
+                json!(r.scenario),
+                json!(r.phase),
+                json!("not attributed"),
+                json!(r.err - attributed),
+                share(r.err - attributed),
+                json!(if attributed == 0 {
+                    "no req line of an error (log_requests none?)".to_owned()
+                } else {
+                    format!("the windows count {} errors the req lines do not hold", r.err - attributed)
+                }),
+            ]);
+        }
+    }
+    t
 }
 
 fn q1_table(runs: &[RunSummary]) -> Table {

@@ -98,6 +98,9 @@ pub struct ReqWindow {
     pub status: BTreeMap<String, u64>,
     pub errors: BTreeMap<String, u64>,
     pub served_by: BTreeMap<String, u64>,
+    /// Failed requests by the revision that answered them (`unknown`: no response, or no
+    /// `X-Revision` on it).
+    pub err_served_by: BTreeMap<String, u64>,
 }
 
 impl ReqWindow {
@@ -110,6 +113,7 @@ impl ReqWindow {
             status: BTreeMap::new(),
             errors: BTreeMap::new(),
             served_by: BTreeMap::new(),
+            err_served_by: BTreeMap::new(),
         }
     }
 
@@ -122,6 +126,7 @@ impl ReqWindow {
             (&mut self.status, o.status),
             (&mut self.errors, o.errors),
             (&mut self.served_by, o.served_by),
+            (&mut self.err_served_by, o.err_served_by),
         ] {
             for (k, v) in om {
                 *m.entry(k).or_insert(0) += v;
@@ -324,6 +329,17 @@ impl RunData {
         self.reqs
             .values()
             .fold((0, 0, 0), |(c, o, e), w| (c + w.count, o + w.ok, e + w.err))
+    }
+
+    /// Failed requests of the run's `req` lines by the revision that answered them.
+    pub fn req_errors_by_revision(&self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for w in self.reqs.values() {
+            for (k, v) in &w.err_served_by {
+                *m.entry(k.clone()).or_insert(0) += v;
+            }
+        }
+        m
     }
 
     /// Whether the run's `req` lines are every request, only the failed ones, or absent.

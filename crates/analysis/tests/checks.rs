@@ -664,3 +664,171 @@ fn slowest_and_system_event_checks_pass_and_fail_at_their_bounds() {
     // A check that cannot be evaluated makes the whole verdict invalid.
     assert_eq!(a.verdict.verdict, Outcome::Invalid, "{:?}", a.verdict);
 }
+
+/// A canary pack written here: step `split` runs load `main` (run `split-main`) for three 10 s
+/// windows of `per_window` requests each, `errs[i]` errors in window i; `canary_share` of the
+/// responses come from `web--canary`, the rest from `web--stable`; the errors' `req` lines name
+/// the revision in `err_rev` (`None`: no response) and only `logged` of them are written.
+fn canary_pack(
+    checks: &str,
+    per_window: &[u64],
+    errs: &[u64],
+    err_rev: Option<&str>,
+    logged: usize,
+) -> Analysis {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("pack");
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let t0 = 1_782_900_000_i64; // 2026-07-01T10:00:00Z
+    let iso = |s: i64| {
+        chrono::DateTime::from_timestamp(s, 0)
+            .unwrap()
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string()
+    };
+    let mut lines = Vec::new();
+    let mut reqs = Vec::new();
+    for (i, (&n, &e)) in per_window.iter().zip(errs).enumerate() {
+        let start = t0 + 10 * i as i64;
+        let canary = n / 10;
+        lines.push(format!(
+            r#"{{"kind":"bucket","ts":"{}","run_id":"split-main","window_s":10,"bucket_start_epoch_s":{start},"bucket_start_iso":"{}","count":{n},"ok":{},"err":{e},"err_pct":0.0,"target_rps":100,"scenario":"main","status":{{"200":{},"500":{e}}},"errors":{{"http_5xx":{e}}},"served_by":{{"web--stable":{},"web--canary":{canary}}}}}"#,
+            iso(start + 10),
+            iso(start),
+            n - e,
+            n - e,
+            n - canary
+        ));
+        for k in 0..e {
+            let ts = iso(start + 1 + k as i64 % 8);
+            let rev = err_rev.map_or(String::new(), |r| format!(r#","revision":"{r}","code":500"#));
+            reqs.push(format!(
+                r#"{{"kind":"req","ts":"{ts}","run_id":"split-main","scenario":"main","scheduled_ts":"{ts}","dur_ms":3.0,"ok":false,"err_class":"http_5xx"{rev}}}"#
+            ));
+        }
+    }
+    lines.extend(reqs.into_iter().take(logged));
+    std::fs::write(dir.join("logs/loadgen.ndjson"), lines.join("\n") + "\n").unwrap();
+    let runs = serde_json::json!({
+        "lab": "canary-fixture", "profile": "full", "target": "local",
+        "started": iso(t0), "ended": iso(t0 + 30), "incomplete": false,
+        "steps": [{"name": "split", "phase": "split", "start": iso(t0), "end": iso(t0 + 30),
+                   "runs": [{"load": "main", "run_id": "split-main"}], "actions": []}]
+    });
+    std::fs::write(dir.join("runs.json"), runs.to_string()).unwrap();
+    std::fs::write(
+        dir.join("lab.toml"),
+        format!("title = \"canary\"\nkind = \"observation\"\n[hypothesis]\ntext = \"h\"\n\n[[apps]]\nname = \"web\"\n\n{checks}"),
+    )
+    .unwrap();
+    let a = analyse(&dir);
+    drop(tmp);
+    a
+}
+
+const CANARY_CHECKS: &str = r#"
+[[checks]]
+name = "rate within 1.5-2.5"
+kind = "error_rate_between"
+load = "main"
+step = "split"
+min_pct = 1.5
+max_pct = 2.5
+min_requests = 500
+
+[[checks]]
+name = "errors from the canary"
+kind = "errors_served_by"
+load = "main"
+step = "split"
+app = "web"
+revision = "canary"
+
+[[checks]]
+name = "canary serves 9-11"
+kind = "served_share_between"
+load = "main"
+step = "split"
+app = "web"
+revision = "canary"
+min_pct = 9
+max_pct = 11
+
+[[checks]]
+name = "canary serves 10.1-11"
+kind = "served_share_between"
+load = "main"
+step = "split"
+app = "web"
+revision = "canary"
+min_pct = 10.1
+max_pct = 11
+"#;
+
+#[test]
+fn canary_checks_pass_and_fail_at_their_bounds() {
+    // 2.0 %, 1.5 % (on the lower bound) and 2.5 % (on the upper one); a 400-request tail
+    // window with 0 errors is below min_requests, so it is listed, not judged.
+    let a = canary_pack(
+        CANARY_CHECKS,
+        &[1000, 1000, 1000, 400],
+        &[20, 15, 25, 0],
+        Some("web--canary"),
+        usize::MAX,
+    );
+    assert_statuses(
+        &a,
+        &[
+            ("rate within 1.5-2.5", Status::Pass),
+            ("errors from the canary", Status::Pass),
+            ("canary serves 9-11", Status::Pass),
+            ("canary serves 10.1-11", Status::Fail),
+        ],
+    );
+    assert_eq!(gate(&a, "rate within 1.5-2.5").numbers["not_judged"], 1);
+    // One error more or fewer at a bound falls outside it.
+    for errs in [[20, 14, 25], [20, 15, 26]] {
+        let a = canary_pack(CANARY_CHECKS, &[1000; 3], &errs, Some("web--canary"), usize::MAX);
+        let g = gate(&a, "rate within 1.5-2.5");
+        assert_eq!(g.status, Status::Fail, "{errs:?}: {}", g.detail);
+        assert_eq!(g.rows.len(), 1, "the window outside is cited: {:?}", g.rows);
+    }
+    // A 50/50 control's 10 % fails the rate but not the attribution.
+    let a = canary_pack(CANARY_CHECKS, &[1000; 3], &[100; 3], Some("web--canary"), usize::MAX);
+    assert_statuses(
+        &a,
+        &[
+            ("rate within 1.5-2.5", Status::Fail),
+            ("errors from the canary", Status::Pass),
+        ],
+    );
+    // Errors from the stable revision, or without a response, are not the canary's.
+    for rev in [Some("web--stable"), None] {
+        let a = canary_pack(CANARY_CHECKS, &[1000; 3], &[20; 3], rev, usize::MAX);
+        let g = gate(&a, "errors from the canary");
+        assert_eq!(g.status, Status::Fail, "{rev:?}: {}", g.detail);
+    }
+    // req lines that hold fewer errors than the windows: the attribution is not judged.
+    let a = canary_pack(CANARY_CHECKS, &[1000; 3], &[20; 3], Some("web--canary"), 59);
+    let g = gate(&a, "errors from the canary");
+    assert_eq!(g.status, Status::NotEvaluated, "{}", g.detail);
+    assert!(g.detail.contains("1 cannot be attributed"), "{}", g.detail);
+    // And Q2 by revision says which errors came from where, and what is not attributed.
+    let t = a
+        .tables
+        .iter()
+        .find(|t| t.name == "q2-errors-by-revision")
+        .unwrap();
+    let rows: Vec<(String, u64)> = t
+        .rows
+        .iter()
+        .map(|r| (r[3].as_str().unwrap().to_owned(), r[4].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [("web--canary".to_owned(), 59), ("not attributed".to_owned(), 1)]
+    );
+    // No window large enough: nothing judged, so not evaluated rather than passed.
+    let a = canary_pack(CANARY_CHECKS, &[400; 3], &[8; 3], Some("web--canary"), usize::MAX);
+    assert_eq!(gate(&a, "rate within 1.5-2.5").status, Status::NotEvaluated);
+}

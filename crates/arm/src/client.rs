@@ -24,8 +24,8 @@ use url::Url;
 
 use crate::ArmError;
 use crate::models::{
-    ContainerApp, ErrorResponse, Job, JobExecution, JobExecutionBase, JobExecutionTemplate,
-    OperationStatus, Page, Replica, Revision, Template,
+    ContainerApp, ErrorResponse, Ingress, Job, JobExecution, JobExecutionBase,
+    JobExecutionTemplate, OperationStatus, Page, Replica, Revision, Template, TrafficWeight,
 };
 use crate::token::TokenSource;
 
@@ -563,6 +563,78 @@ impl ArmClient {
         self.send_and_wait("patch_app", Method::PATCH, url, Some(&body))
             .await?;
         self.get_app(scope, app).await
+    }
+
+    /// GET-modify-PATCH of an app's template and its `ingress.traffic` in one ARM call (how a
+    /// blue/green deployment creates a named revision and keeps the traffic where it is): GETs
+    /// the app, lets `change` edit the template, replaces the ingress's traffic rules with
+    /// `traffic` (the rest of the ingress as it is), PATCHes both, waits for the operation and
+    /// returns the app as it is afterwards. Secrets are not sent (a GET does not return their
+    /// values), so they stay as they are.
+    pub async fn update_app_template_and_traffic<F>(
+        &self,
+        scope: &Scope,
+        app: &str,
+        change: F,
+        traffic: Vec<TrafficWeight>,
+    ) -> Result<ContainerApp, ArmError>
+    where
+        F: FnOnce(&mut Template) -> Result<(), ArmError>,
+    {
+        let current = self.get_app(scope, app).await?;
+        let mut template = current
+            .properties
+            .template
+            .clone()
+            .ok_or_else(|| ArmError::Invalid(format!("app {app} has no template")))?;
+        change(&mut template)?;
+        let ingress = Self::ingress_with(&current, app, traffic)?;
+        let body = serde_json::json!({ "properties": {
+            "template": template,
+            "configuration": { "ingress": ingress },
+        } });
+        let url = self.url(&Self::app_path(scope, app)?)?;
+        self.send_and_wait("patch_app", Method::PATCH, url, Some(&body))
+            .await?;
+        self.get_app(scope, app).await
+    }
+
+    /// Replaces an app's `ingress.traffic` (multiple revision mode: a split, a switch) with one
+    /// PATCH of its ingress (the rest as a GET returns it); waits for the operation and returns
+    /// the app as it is afterwards.
+    pub async fn set_app_traffic(
+        &self,
+        scope: &Scope,
+        app: &str,
+        traffic: Vec<TrafficWeight>,
+    ) -> Result<ContainerApp, ArmError> {
+        let current = self.get_app(scope, app).await?;
+        let ingress = Self::ingress_with(&current, app, traffic)?;
+        let body = serde_json::json!({ "properties": { "configuration": { "ingress": ingress } } });
+        let url = self.url(&Self::app_path(scope, app)?)?;
+        self.send_and_wait("patch_app", Method::PATCH, url, Some(&body))
+            .await?;
+        self.get_app(scope, app).await
+    }
+
+    /// `current`'s ingress with its traffic rules replaced by `traffic`.
+    fn ingress_with(
+        current: &ContainerApp,
+        app: &str,
+        traffic: Vec<TrafficWeight>,
+    ) -> Result<Ingress, ArmError> {
+        let mut ingress = current
+            .properties
+            .configuration
+            .as_ref()
+            .and_then(|c| c.ingress.clone())
+            .ok_or_else(|| {
+                ArmError::Invalid(format!(
+                    "app {app} has no ingress: traffic rules need one"
+                ))
+            })?;
+        ingress.traffic = traffic;
+        Ok(ingress)
     }
 
     /// Lists an app's revisions, following `nextLink`.

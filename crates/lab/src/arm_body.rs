@@ -10,10 +10,11 @@ use appmodel::{
     ActiveRevisionsMode, Configuration, Container, ContainerApp, ContainerAppProperties,
     ContainerResources, EnvVar, HttpGetAction, HttpScaleRule, Ingress, ManagedServiceIdentity,
     ProbeType, RegistryCredentials, Scale, ScaleRule, Secret, TcpSocketAction, Template,
+    TrafficWeight,
 };
 use serde_json::{Map, Value};
 
-use crate::schema::{App, Probe};
+use crate::schema::{App, Probe, RevisionsMode, TrafficEntry};
 
 /// The secret name `SIMULATE_TOKEN` is stored under in each subject app.
 pub const SIMULATE_TOKEN_SECRET: &str = "simulate-token";
@@ -92,11 +93,15 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         })
         .collect();
     let mut configuration = Configuration {
-        active_revisions_mode: Some(ActiveRevisionsMode::Single),
+        active_revisions_mode: Some(match app.revisions_mode {
+            RevisionsMode::Single => ActiveRevisionsMode::Single,
+            RevisionsMode::Multiple => ActiveRevisionsMode::Multiple,
+        }),
         ingress: app.ingress.as_ref().map(|ing| Ingress {
             external: Some(ing.external),
             target_port: Some(i32::from(ing.target_port)),
             transport: Some("auto".to_owned()),
+            traffic: traffic_weights(&app.name, &app.traffic),
             ..Ingress::default()
         }),
         ..Configuration::default()
@@ -136,6 +141,7 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         }],
         scale: Some(scale(app)),
         termination_grace_period_seconds: app.termination_grace_seconds,
+        revision_suffix: app.revision_suffix.clone(),
         ..Template::default()
     };
     let mut tags: BTreeMap<String, String> = at
@@ -172,6 +178,25 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         },
         ..ContainerApp::default()
     }
+}
+
+/// The revision a lab names by its suffix: `<app>--<suffix>`, as Container Apps names it.
+pub fn revision_name(app: &str, suffix: &str) -> String {
+    format!("{app}--{suffix}")
+}
+
+/// A lab's traffic entries as `ingress.traffic` (`TrafficWeight`s) of app `app`.
+pub fn traffic_weights(app: &str, entries: &[TrafficEntry]) -> Vec<TrafficWeight> {
+    entries
+        .iter()
+        .map(|e| TrafficWeight {
+            revision_name: e.revision.as_deref().map(|s| revision_name(app, s)),
+            latest_revision: e.latest.then_some(true),
+            weight: Some(e.weight),
+            label: e.label.clone(),
+            ..TrafficWeight::default()
+        })
+        .collect()
 }
 
 fn probe(p: &Probe) -> appmodel::Probe {
@@ -254,7 +279,55 @@ mod tests {
             revision_ready: Some("allReplicas".into()),
             drain_delay_seconds: Some(15),
             routing_removal_lag_ms: None,
+            revisions_mode: RevisionsMode::Single,
+            revision_suffix: None,
+            traffic: Vec::new(),
         }
+    }
+
+    #[test]
+    fn multiple_mode_names_its_first_revision_and_gives_it_the_traffic() {
+        let at = Placement {
+            location: "local",
+            environment_id: "env",
+            simulate_token: None,
+            tags: &[],
+            registry: None,
+        };
+        let single = wire(&app(), &at);
+        assert_eq!(
+            single["properties"]["configuration"]["activeRevisionsMode"],
+            "Single"
+        );
+        assert!(single["properties"]["template"]["revisionSuffix"].is_null());
+        let mut a = app();
+        a.revisions_mode = RevisionsMode::Multiple;
+        a.revision_suffix = Some("blue".into());
+        a.traffic = vec![
+            TrafficEntry {
+                revision: Some("blue".into()),
+                latest: false,
+                weight: 100,
+                label: Some("blue".into()),
+            },
+            TrafficEntry {
+                revision: None,
+                latest: true,
+                weight: 0,
+                label: None,
+            },
+        ];
+        let body = wire(&a, &at);
+        let c = &body["properties"]["configuration"];
+        assert_eq!(c["activeRevisionsMode"], "Multiple");
+        assert_eq!(
+            c["ingress"]["traffic"],
+            json!([
+                {"revisionName": "subject--blue", "weight": 100, "label": "blue"},
+                {"latestRevision": true, "weight": 0}
+            ])
+        );
+        assert_eq!(body["properties"]["template"]["revisionSuffix"], "blue");
     }
 
     #[test]

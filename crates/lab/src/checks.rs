@@ -41,6 +41,17 @@ pub enum CheckKind {
     /// System events of `app` with `reason` (and `contains` in the message) ≥ `min` (1), e.g. the
     /// scale decisions `KEDAScaleTargetActivated` or `SuccessfulRescale`. [Observed]
     SystemEventAtLeast,
+    /// Every window of the load in scope holding at least `min_requests` (100) requests has an
+    /// error rate between `min_pct` and `max_pct` percent: a canary's share of the traffic times
+    /// its failure rate, within a tolerance. [Measured]
+    ErrorRateBetween,
+    /// Every failed request of the load in scope was served by revision `<app>--<revision>`
+    /// (its `req` line's `X-Revision`), and the `req` lines hold every error the windows count.
+    /// [Measured]
+    ErrorsServedBy,
+    /// The share of the load's responses in scope served by revision `<app>--<revision>` is
+    /// between `min_pct` and `max_pct` percent (a split's share; 100 after a switch). [Measured]
+    ServedShareBetween,
     /// A `kind` this version does not know (rejected by `lab::load`).
     Unknown(String),
 }
@@ -91,7 +102,7 @@ const PROBE: Param = req("probe", "Startup, Readiness or Liveness");
 const MIN_COUNT: Param = opt("min", "at least this many (a whole number >= 1; default 1)");
 
 /// Every known kind, in the order the docs list them.
-pub const ALL: [CheckKind; 11] = [
+pub const ALL: [CheckKind; 14] = [
     CheckKind::StatusSeen,
     CheckKind::NoErrors,
     CheckKind::ErrorsAtLeast,
@@ -103,6 +114,9 @@ pub const ALL: [CheckKind; 11] = [
     CheckKind::ActionFailed,
     CheckKind::SlowestBetween,
     CheckKind::SystemEventAtLeast,
+    CheckKind::ErrorRateBetween,
+    CheckKind::ErrorsServedBy,
+    CheckKind::ServedShareBetween,
 ];
 
 /// The `kind` names of [`ALL`].
@@ -118,6 +132,9 @@ pub const KINDS: &[&str] = &[
     "action_failed",
     "slowest_between",
     "system_event_at_least",
+    "error_rate_between",
+    "errors_served_by",
+    "served_share_between",
 ];
 
 impl CheckKind {
@@ -135,6 +152,9 @@ impl CheckKind {
             CheckKind::ActionFailed => "action_failed",
             CheckKind::SlowestBetween => "slowest_between",
             CheckKind::SystemEventAtLeast => "system_event_at_least",
+            CheckKind::ErrorRateBetween => "error_rate_between",
+            CheckKind::ErrorsServedBy => "errors_served_by",
+            CheckKind::ServedShareBetween => "served_share_between",
             CheckKind::Unknown(s) => s,
         }
     }
@@ -158,6 +178,25 @@ impl CheckKind {
             "contains",
             "only events whose message contains this text (case-sensitive)",
         );
+        const MIN_PCT: Param = req("min_pct", "each judged window's error rate is at least this %");
+        const MAX_PCT: Param = req("max_pct", "and at most this %");
+        const MIN_REQUESTS: Param = opt(
+            "min_requests",
+            "windows with fewer requests are listed, not judged (default 100)",
+        );
+        const REV_APP: Param = req("app", "the app whose revision is named");
+        const REVISION: Param = req(
+            "revision",
+            "the revision's suffix (`canary` for `<app>--canary`)",
+        );
+        const RATE: &[Param] = &[LOAD, SCENARIO, STEP, MIN_PCT, MAX_PCT, MIN_REQUESTS];
+        const SERVED: &[Param] = &[LOAD, SCENARIO, STEP, REV_APP, REVISION];
+        const SHARE_MIN: Param = req(
+            "min_pct",
+            "the revision serves at least this % of the responses",
+        );
+        const SHARE_MAX: Param = req("max_pct", "and at most this %");
+        const SHARE: &[Param] = &[LOAD, SCENARIO, STEP, REV_APP, REVISION, SHARE_MIN, SHARE_MAX];
         const STATUS_SEEN: &[Param] = &[LOAD, SCENARIO, STEP, STATUS, MIN_COUNT];
         const SLOWEST: &[Param] = &[LOAD, SCENARIO, STEP, MIN_MS, MAX_MS];
         const EVENTS: &[Param] = &[APP, REASON, CONTAINS, STEP, WITHIN, MIN_COUNT];
@@ -177,6 +216,9 @@ impl CheckKind {
             CheckKind::ActionFailed => ACTION,
             CheckKind::SlowestBetween => SLOWEST,
             CheckKind::SystemEventAtLeast => EVENTS,
+            CheckKind::ErrorRateBetween => RATE,
+            CheckKind::ErrorsServedBy => SERVED,
+            CheckKind::ServedShareBetween => SHARE,
             CheckKind::Unknown(_) => &[],
         }
     }
@@ -238,7 +280,19 @@ pub struct Check {
     pub reason: Option<String>,
     #[serde(default)]
     pub contains: Option<String>,
+    #[serde(default)]
+    pub min_pct: Option<f64>,
+    #[serde(default)]
+    pub max_pct: Option<f64>,
+    #[serde(default)]
+    pub min_requests: Option<u64>,
+    #[serde(default)]
+    pub revision: Option<String>,
 }
+
+/// The fewest requests a window needs for `error_rate_between` to judge it, by default: at 100
+/// requests one error moves the rate by 1 %, the coarsest step a tolerance of ±0.5 % can read.
+pub const DEFAULT_MIN_REQUESTS: u64 = 100;
 
 impl Check {
     /// The parameters this entry sets (besides `name` and `kind`).
@@ -256,6 +310,10 @@ impl Check {
             ("within", self.within.is_some()),
             ("reason", self.reason.is_some()),
             ("contains", self.contains.is_some()),
+            ("min_pct", self.min_pct.is_some()),
+            ("max_pct", self.max_pct.is_some()),
+            ("min_requests", self.min_requests.is_some()),
+            ("revision", self.revision.is_some()),
         ] {
             if set {
                 v.push(k);

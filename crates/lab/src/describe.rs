@@ -164,7 +164,56 @@ fn action_text(a: &Action) -> String {
             let kv: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
             format!("{app} gets {} (a new revision)", kv.join(" "))
         }
+        Action::Revision {
+            app,
+            suffix,
+            env,
+            traffic,
+        } => {
+            let kv: Vec<String> = env.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+            let split = if traffic.is_empty() {
+                String::new()
+            } else {
+                format!(", traffic {}", traffic_text(app, traffic))
+            };
+            format!(
+                "new revision {}{}{split}",
+                crate::arm_body::revision_name(app, suffix),
+                if kv.is_empty() {
+                    String::new()
+                } else {
+                    format!(" with{}", kv.concat())
+                }
+            )
+        }
+        Action::Traffic { app, traffic } => {
+            format!("traffic of {app} set to {}", traffic_text(app, traffic))
+        }
+        Action::Deactivate { app, revision } => format!(
+            "revision {} deactivated",
+            crate::arm_body::revision_name(app, revision)
+        ),
     }
+}
+
+/// Traffic entries in words: `subject--blue 0 % (label blue), subject--green 100 %`.
+pub fn traffic_text(app: &str, traffic: &[crate::schema::TrafficEntry]) -> String {
+    let parts: Vec<String> = traffic
+        .iter()
+        .map(|e| {
+            let who = match &e.revision {
+                Some(r) => crate::arm_body::revision_name(app, r),
+                None => "the latest revision".to_owned(),
+            };
+            let label = e
+                .label
+                .as_ref()
+                .map(|l| format!(" (label {l})"))
+                .unwrap_or_default();
+            format!("{who} {} %{label}", e.weight)
+        })
+        .collect();
+    parts.join(", ")
 }
 
 /// One step of the schedule in words.
@@ -265,6 +314,24 @@ pub fn check_text(c: &Check) -> String {
                 .as_ref()
                 .map_or(String::new(), |t| format!(" whose message contains {t:?}"))
         ),
+        CheckKind::ErrorRateBetween => format!(
+            "every window of {stream} with at least {} requests has {} to {} % errors",
+            c.min_requests
+                .unwrap_or(crate::checks::DEFAULT_MIN_REQUESTS),
+            n(c.min_pct, f64::NAN),
+            n(c.max_pct, f64::NAN)
+        ),
+        CheckKind::ErrorsServedBy => format!(
+            "every failed request of {stream} was served by {} (and the request lines hold \
+             every error)",
+            crate::arm_body::revision_name(&app, &any(&c.revision))
+        ),
+        CheckKind::ServedShareBetween => format!(
+            "{} serves {} to {} % of the responses to {stream}",
+            crate::arm_body::revision_name(&app, &any(&c.revision)),
+            n(c.min_pct, f64::NAN),
+            n(c.max_pct, f64::NAN)
+        ),
         CheckKind::Unknown(_) => "unknown kind".to_owned(),
     };
     let scope = match (&c.step, &c.within) {
@@ -361,6 +428,19 @@ fn apparatus(o: &mut String, lab: &Lab) {
                 format!(", probes {}", probes.join(", "))
             }
         );
+        if a.revisions_mode == crate::schema::RevisionsMode::Multiple {
+            let first = a
+                .revision_suffix
+                .as_ref()
+                .map(|s| format!(", first revision {}", crate::arm_body::revision_name(&a.name, s)))
+                .unwrap_or_default();
+            let split = if a.traffic.is_empty() {
+                String::new()
+            } else {
+                format!(", traffic {}", traffic_text(&a.name, &a.traffic))
+            };
+            let _ = writeln!(o, "    multiple revision mode{first}{split}");
+        }
     }
     if !lab.load.is_empty() {
         let _ = writeln!(o, "\nload:");

@@ -171,6 +171,42 @@ pub struct App {
     /// Emulator knob: milliseconds routing continues after SIGTERM.
     #[serde(default)]
     pub routing_removal_lag_ms: Option<u64>,
+    /// Container Apps' `activeRevisionsMode`: `single` (the default: the latest revision takes
+    /// all traffic) or `multiple` (revisions take the traffic `traffic` gives them).
+    #[serde(default)]
+    pub revisions_mode: RevisionsMode,
+    /// The first revision's `revisionSuffix` (its name is `<app>--<suffix>`), so `traffic` and
+    /// the actions can name it; without it the platform picks one.
+    #[serde(default)]
+    pub revision_suffix: Option<String>,
+    /// `ingress.traffic` at deploy (multiple mode): whose weights sum to 100.
+    #[serde(default)]
+    pub traffic: Vec<TrafficEntry>,
+}
+
+/// `configuration.activeRevisionsMode`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RevisionsMode {
+    #[default]
+    Single,
+    Multiple,
+}
+
+/// One `ingress.traffic` entry: a weight for a revision named by its suffix (or for the latest
+/// revision), with an optional label (its own FQDN, `<app>---<label>.<domain>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficEntry {
+    /// The revision's suffix (`blue` for `<app>--blue`); exclusive with `latest`.
+    #[serde(default)]
+    pub revision: Option<String>,
+    /// The app's latest revision, whichever it is (`latestRevision: true`).
+    #[serde(default)]
+    pub latest: bool,
+    pub weight: u32,
+    #[serde(default)]
+    pub label: Option<String>,
 }
 
 /// An app's `template.scale` with Container Apps' HTTP rule: replicas between `min_replicas`
@@ -376,6 +412,24 @@ pub enum Action {
         app: String,
         env: BTreeMap<String, String>,
     },
+    /// A new revision named `<app>--<suffix>` (with `env` set on its container), and, in the
+    /// same ARM call, `traffic` when given: how a canary or a blue/green deployment creates its
+    /// second revision without giving it traffic yet.
+    Revision {
+        app: String,
+        suffix: String,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        #[serde(default)]
+        traffic: Vec<TrafficEntry>,
+    },
+    /// New `ingress.traffic` weights (multiple mode) in one ARM call: a split or a switch.
+    Traffic {
+        app: String,
+        traffic: Vec<TrafficEntry>,
+    },
+    /// Deactivates the revision `<app>--<revision>` (multiple mode).
+    Deactivate { app: String, revision: String },
 }
 
 impl Action {
@@ -386,7 +440,10 @@ impl Action {
             | Action::Dependency { app, .. }
             | Action::Simulate { app, .. }
             | Action::Saturate { app, .. }
-            | Action::SetEnv { app, .. } => app,
+            | Action::SetEnv { app, .. }
+            | Action::Revision { app, .. }
+            | Action::Traffic { app, .. }
+            | Action::Deactivate { app, .. } => app,
         }
     }
 }

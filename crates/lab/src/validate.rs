@@ -8,7 +8,9 @@ use std::fmt;
 use labkit::config::parse_duration;
 
 use crate::checks::{Check, CheckKind, Need};
-use crate::schema::{Action, Lab, LabKind, Load, MAX_LOAD_REPLICAS, Step};
+use crate::schema::{
+    Action, App, Lab, LabKind, Load, MAX_LOAD_REPLICAS, RevisionsMode, Step, TrafficEntry,
+};
 
 /// One thing wrong with a lab file: where (`steps[0].staircase`, and the element's name when it
 /// has one) and what.
@@ -140,6 +142,7 @@ pub fn problems(lab: &Lab) -> Vec<Problem> {
     apps(&mut v, lab);
     loads(&mut v, lab);
     steps(&mut v, lab);
+    revisions(&mut v, lab);
     for (i, c) in lab.checks.iter().enumerate() {
         check(&mut v, lab, i, c);
     }
@@ -712,6 +715,207 @@ fn action_problems(v: &mut V, lab: &Lab, key: &str, item: &Option<String>, a: &A
     }
 }
 
+/// Named revisions and traffic, in schedule order: a suffix names one revision (so a step that
+/// creates one fires once), `traffic` and `deactivate` name revisions that exist by then, and
+/// traffic rules hold what Container Apps demands of `ingress.traffic` (weights sum to 100,
+/// each entry a revision or the latest, labels unique) and only in multiple revision mode.
+fn revisions(v: &mut V, lab: &Lab) {
+    // Suffixes created so far, per app.
+    let mut known: Vec<(&str, &str)> = Vec::new();
+    for (i, app) in lab.apps.iter().enumerate() {
+        let item = named("app", &app.name);
+        let k = |f: &str| format!("apps[{i}].{f}");
+        if let Some(sfx) = &app.revision_suffix {
+            suffix_problems(v, &k("revision_suffix"), &item, sfx);
+            known.push((&app.name, sfx));
+        }
+        if !app.traffic.is_empty() {
+            if app.revisions_mode != RevisionsMode::Multiple {
+                v.push(
+                    k("traffic"),
+                    item.clone(),
+                    "traffic rules are for revisions_mode = \"multiple\" (in single mode the \
+                     latest revision takes all traffic)",
+                );
+            }
+            if app.ingress.is_none() {
+                v.push(k("traffic"), item.clone(), "traffic needs the app's ingress");
+            }
+            traffic_problems(v, &k("traffic"), &item, app, &app.traffic, &known);
+        }
+    }
+    for (i, step) in lab.steps.iter().enumerate() {
+        let Some(action) = &step.action else { continue };
+        let item = named("step", &step.name);
+        let key = format!("steps[{i}].action");
+        let Some(app) = lab.app(action.app()) else {
+            continue; // reported by action_problems
+        };
+        let multiple = |v: &mut V, what: &str| {
+            if app.revisions_mode != RevisionsMode::Multiple {
+                v.push(
+                    key.clone(),
+                    item.clone(),
+                    format!(
+                        "{what} needs app {:?} in revisions_mode = \"multiple\"",
+                        app.name
+                    ),
+                );
+            }
+        };
+        match action {
+            Action::Revision {
+                suffix, traffic, ..
+            } => {
+                suffix_problems(v, &format!("{key}.suffix"), &item, suffix);
+                if known.contains(&(app.name.as_str(), suffix.as_str())) {
+                    v.push(
+                        format!("{key}.suffix"),
+                        item.clone(),
+                        format!(
+                            "revision {:?} is created earlier: a suffix names one revision",
+                            crate::arm_body::revision_name(&app.name, suffix)
+                        ),
+                    );
+                }
+                if step.events.is_some_and(|n| n > 1) {
+                    v.push(
+                        format!("steps[{i}].events"),
+                        item.clone(),
+                        "a revision action fires once: its suffix names one revision",
+                    );
+                }
+                known.push((&app.name, suffix));
+                if !traffic.is_empty() {
+                    multiple(v, "a traffic rule");
+                    traffic_problems(v, &format!("{key}.traffic"), &item, app, traffic, &known);
+                }
+            }
+            Action::Traffic { traffic, .. } => {
+                multiple(v, "a traffic action");
+                if traffic.is_empty() {
+                    v.push(
+                        format!("{key}.traffic"),
+                        item.clone(),
+                        "a traffic action gives at least one weight",
+                    );
+                } else {
+                    traffic_problems(v, &format!("{key}.traffic"), &item, app, traffic, &known);
+                }
+            }
+            Action::Deactivate { revision, .. } => {
+                multiple(v, "deactivating a revision");
+                if !known.contains(&(app.name.as_str(), revision.as_str())) {
+                    v.push(
+                        format!("{key}.revision"),
+                        item.clone(),
+                        format!("no earlier revision of {:?} has suffix {revision:?}", app.name),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The revision suffixes a lab names for `app`: its first revision's and its revision actions'.
+pub fn revision_suffixes<'a>(lab: &'a Lab, app: &str) -> Vec<&'a str> {
+    let first = lab
+        .app(app)
+        .and_then(|a| a.revision_suffix.as_deref())
+        .into_iter();
+    let actions = lab.steps.iter().filter_map(|s| match &s.action {
+        Some(Action::Revision { app: a, suffix, .. }) if a == app => Some(suffix.as_str()),
+        _ => None,
+    });
+    first.chain(actions).collect()
+}
+
+/// A `revisionSuffix`: lower-case letters, digits and '-', starting with a letter.
+fn suffix_problems(v: &mut V, key: &str, item: &Option<String>, sfx: &str) {
+    let ok = (1..=32).contains(&sfx.len())
+        && sfx.starts_with(|c: char| c.is_ascii_lowercase())
+        && sfx
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !sfx.ends_with('-')
+        && !sfx.contains("--");
+    if !ok {
+        v.push(
+            key,
+            item.clone(),
+            format!(
+                "{sfx:?} is not a revision suffix: lower case letters, digits and '-', 1-32 \
+                 characters, starting with a letter"
+            ),
+        );
+    }
+}
+
+/// One `ingress.traffic` list of `app`, naming revisions among `known`.
+fn traffic_problems(
+    v: &mut V,
+    key: &str,
+    item: &Option<String>,
+    app: &App,
+    traffic: &[TrafficEntry],
+    known: &[(&str, &str)],
+) {
+    let mut labels: Vec<&str> = Vec::new();
+    for (j, e) in traffic.iter().enumerate() {
+        let ek = format!("{key}[{j}]");
+        match (&e.revision, e.latest) {
+            (Some(_), true) | (None, false) => v.push(
+                ek.clone(),
+                item.clone(),
+                "give exactly one of revision (a suffix) or latest = true",
+            ),
+            (Some(r), false) if !known.contains(&(app.name.as_str(), r.as_str())) => v.push(
+                format!("{ek}.revision"),
+                item.clone(),
+                format!(
+                    "no revision of {:?} has suffix {r:?} by then (suffixes: the app's \
+                     revision_suffix and earlier revision actions')",
+                    app.name
+                ),
+            ),
+            _ => {}
+        }
+        if e.weight > 100 {
+            v.push(
+                format!("{ek}.weight"),
+                item.clone(),
+                format!("{} is not a weight (0-100)", e.weight),
+            );
+        }
+        if let Some(l) = &e.label {
+            if !is_resource_name(l) && !(l.len() == 1 && l.starts_with(|c: char| c.is_ascii_lowercase())) {
+                v.push(
+                    format!("{ek}.label"),
+                    item.clone(),
+                    format!("{l:?} is not a label: lower case letters, digits and '-'"),
+                );
+            }
+            if labels.contains(&l.as_str()) {
+                v.push(
+                    format!("{ek}.label"),
+                    item.clone(),
+                    format!("label {l:?} is given twice"),
+                );
+            }
+            labels.push(l);
+        }
+    }
+    let sum: u64 = traffic.iter().map(|e| u64::from(e.weight)).sum();
+    if sum != 100 {
+        v.push(
+            key,
+            item.clone(),
+            format!("the weights sum to {sum}, not 100 (Container Apps refuses the rest)"),
+        );
+    }
+}
+
 fn whole(x: f64) -> bool {
     x.is_finite() && x.fract() == 0.0
 }
@@ -823,6 +1027,19 @@ fn check_refs(v: &mut V, lab: &Lab, i: usize, c: &Check) {
             }
         }
     }
+    if let (Some(app), Some(r)) = (c.app.as_ref().and_then(|a| lab.app(a)), &c.revision)
+        && !revision_suffixes(lab, &app.name).contains(&r.as_str())
+    {
+        v.push(
+            k("revision"),
+            item.clone(),
+            format!(
+                "no revision of {:?} has suffix {r:?} (suffixes: {})",
+                app.name,
+                revision_suffixes(lab, &app.name).join(", ")
+            ),
+        );
+    }
     if c.kind == CheckKind::ActionFailed
         && let (Some(s), Some(app)) = (step, &c.app)
         && s.action.as_ref().is_none_or(|a| a.app() != app)
@@ -884,6 +1101,37 @@ fn check_ranges(v: &mut V, i: usize, c: &Check) {
             item.clone(),
             format!("{hi} is below min {lo}: no response time could pass"),
         );
+    }
+    if matches!(
+        c.kind,
+        CheckKind::ErrorRateBetween | CheckKind::ServedShareBetween
+    ) {
+        for (key, x) in [("min_pct", c.min_pct), ("max_pct", c.max_pct)] {
+            if let Some(x) = x
+                && !(x.is_finite() && (0.0..=100.0).contains(&x))
+            {
+                v.push(k(key), item.clone(), format!("{x} is not a percentage (0-100)"));
+            }
+        }
+        if let (Some(lo), Some(hi)) = (c.min_pct, c.max_pct)
+            && lo > hi
+        {
+            v.push(
+                k("max_pct"),
+                item.clone(),
+                format!("{hi} is below min_pct {lo}: nothing could pass"),
+            );
+        }
+        if c.min_requests == Some(0) {
+            v.push(
+                k("min_requests"),
+                item.clone(),
+                "must be at least 1 (a window without requests has no error rate)",
+            );
+        }
+    }
+    if let Some(r) = &c.revision {
+        suffix_problems(v, &k("revision"), &item, r);
     }
     for (key, text) in [("reason", &c.reason), ("contains", &c.contains)] {
         if text.as_ref().is_some_and(|t| t.trim().is_empty()) {

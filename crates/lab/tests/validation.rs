@@ -554,3 +554,218 @@ fn load_replicas_are_one_to_twenty_and_split_workers_evenly() {
     let e = err(&with("replicas = \"3\""), "full");
     assert!(e.contains("load[0].replicas: invalid type: string"), "{e}");
 }
+
+/// A two-revision lab in multiple mode: `blue` deployed with the traffic, `green` created by a
+/// revision action with none, then `swap` (the traffic action), `retire` (deactivation) and
+/// `check` (its extra check keys).
+fn two_revisions(app_extra: &str, swap: &str, retire: &str, check: &str) -> String {
+    format!(
+        r#"
+title = "t"
+question = "q?"
+kind = "observation"
+[hypothesis]
+text = "h"
+[[apps]]
+name = "web"
+image = "probelab/subject:dev"
+ingress = {{ target_port = 8080 }}
+{app_extra}
+[[load]]
+name = "main"
+target = "web"
+rate = 5
+[[steps]]
+name = "green"
+phase = "deploy"
+duration = "10s"
+action = {{ kind = "revision", app = "web", suffix = "green", env = {{ FAIL_RATE = "0.2" }}, traffic = [{{ revision = "blue", weight = 100 }}, {{ revision = "green", weight = 0, label = "green" }}] }}
+[[steps]]
+name = "swap"
+phase = "swap"
+duration = "10s"
+action = {{ kind = "traffic", app = "web", traffic = {swap} }}
+[[steps]]
+name = "retire"
+phase = "retire"
+duration = "10s"
+action = {{ kind = "deactivate", app = "web", revision = "{retire}" }}
+[[checks]]
+name = "c"
+{check}
+"#
+    )
+}
+
+const MULTI: &str = r#"revisions_mode = "multiple"
+revision_suffix = "blue"
+traffic = [{ revision = "blue", weight = 100, label = "blue" }]"#;
+const SWAP: &str = r#"[{ revision = "blue", weight = 10 }, { revision = "green", weight = 90 }]"#;
+const RATE: &str = "kind = \"error_rate_between\"\nload = \"main\"\nstep = \"swap\"\nmin_pct = 1.5\nmax_pct = 2.5";
+
+#[test]
+fn multiple_mode_traffic_and_revision_actions_load_when_consistent() {
+    let l = ok(&two_revisions(MULTI, SWAP, "blue", RATE), "full");
+    assert_eq!(l.apps[0].revisions_mode, lab::schema::RevisionsMode::Multiple);
+    ok(
+        &two_revisions(
+            MULTI,
+            SWAP,
+            "blue",
+            "kind = \"errors_served_by\"\nload = \"main\"\napp = \"web\"\nrevision = \"green\"",
+        ),
+        "full",
+    );
+    // The latest revision, whichever it is, may take the weight.
+    ok(
+        &two_revisions(
+            MULTI,
+            r#"[{ revision = "blue", weight = 50 }, { latest = true, weight = 50 }]"#,
+            "blue",
+            RATE,
+        ),
+        "full",
+    );
+    // min_pct = max_pct and 0-100 are the edges of what can pass.
+    ok(
+        &two_revisions(
+            MULTI,
+            SWAP,
+            "blue",
+            "kind = \"error_rate_between\"\nload = \"main\"\nmin_pct = 0\nmax_pct = 0\nmin_requests = 1",
+        ),
+        "full",
+    );
+}
+
+#[test]
+fn traffic_rules_are_refused_as_container_apps_refuses_them() {
+    for (app_extra, swap, retire, check, want) in [
+        // weights must sum to 100, on either side.
+        (
+            MULTI,
+            r#"[{ revision = "blue", weight = 10 }, { revision = "green", weight = 80 }]"#,
+            "blue",
+            RATE,
+            "steps[1].action.traffic (step \"swap\"): the weights sum to 90, not 100",
+        ),
+        (
+            MULTI,
+            r#"[{ revision = "blue", weight = 10 }, { revision = "green", weight = 91 }]"#,
+            "blue",
+            RATE,
+            "the weights sum to 101, not 100",
+        ),
+        // traffic in single mode.
+        (
+            "revision_suffix = \"blue\"",
+            SWAP,
+            "blue",
+            RATE,
+            "steps[1].action (step \"swap\"): a traffic action needs app \"web\" in revisions_mode = \"multiple\"",
+        ),
+        // a revision nobody created.
+        (
+            MULTI,
+            r#"[{ revision = "red", weight = 100 }]"#,
+            "blue",
+            RATE,
+            "steps[1].action.traffic[0].revision (step \"swap\"): no revision of \"web\" has suffix \"red\"",
+        ),
+        (
+            MULTI,
+            SWAP,
+            "red",
+            RATE,
+            "steps[2].action.revision (step \"retire\"): no earlier revision of \"web\" has suffix \"red\"",
+        ),
+        // an entry is a revision or the latest, not both, not neither.
+        (
+            MULTI,
+            r#"[{ revision = "blue", latest = true, weight = 100 }]"#,
+            "blue",
+            RATE,
+            "give exactly one of revision (a suffix) or latest = true",
+        ),
+        (
+            MULTI,
+            r#"[{ weight = 100 }]"#,
+            "blue",
+            RATE,
+            "give exactly one of revision (a suffix) or latest = true",
+        ),
+        // a label names one entry.
+        (
+            MULTI,
+            r#"[{ revision = "blue", weight = 50, label = "x" }, { revision = "green", weight = 50, label = "x" }]"#,
+            "blue",
+            RATE,
+            "label \"x\" is given twice",
+        ),
+        // a suffix Azure would refuse.
+        (
+            "revisions_mode = \"multiple\"\nrevision_suffix = \"Blue\"\ntraffic = [{ revision = \"Blue\", weight = 100 }]",
+            SWAP,
+            "blue",
+            RATE,
+            "apps[0].revision_suffix (app \"web\"): \"Blue\" is not a revision suffix",
+        ),
+        // the check's percentages and revision.
+        (
+            MULTI,
+            SWAP,
+            "blue",
+            "kind = \"error_rate_between\"\nload = \"main\"\nmin_pct = 3\nmax_pct = 2",
+            "checks[0].max_pct (check \"c\"): 2 is below min_pct 3: nothing could pass",
+        ),
+        (
+            MULTI,
+            SWAP,
+            "blue",
+            "kind = \"error_rate_between\"\nload = \"main\"\nmin_pct = 0\nmax_pct = 100.5",
+            "checks[0].max_pct (check \"c\"): 100.5 is not a percentage (0-100)",
+        ),
+        (
+            MULTI,
+            SWAP,
+            "blue",
+            "kind = \"error_rate_between\"\nload = \"main\"\nmin_pct = 0\nmax_pct = 1\nmin_requests = 0",
+            "checks[0].min_requests (check \"c\"): must be at least 1",
+        ),
+        (
+            MULTI,
+            SWAP,
+            "blue",
+            "kind = \"errors_served_by\"\nload = \"main\"\napp = \"web\"\nrevision = \"red\"",
+            "checks[0].revision (check \"c\"): no revision of \"web\" has suffix \"red\" (suffixes: blue, green)",
+        ),
+        (
+            MULTI,
+            SWAP,
+            "blue",
+            "kind = \"errors_served_by\"\nload = \"main\"\napp = \"web\"",
+            "checks[0].revision (check \"c\"): check kind errors_served_by needs `revision`",
+        ),
+    ] {
+        let e = err(&two_revisions(app_extra, swap, retire, check), "full");
+        assert!(e.contains(want), "want {want:?} in: {e}");
+    }
+    // The app's first traffic rules are checked too, and need multiple mode.
+    let e = err(
+        &two_revisions(
+            "revision_suffix = \"blue\"\ntraffic = [{ revision = \"blue\", weight = 100 }]",
+            SWAP,
+            "blue",
+            RATE,
+        ),
+        "full",
+    );
+    assert!(e.contains("apps[0].traffic (app \"web\"): traffic rules are for revisions_mode"), "{e}");
+    // A revision action fires once: its suffix names one revision.
+    let e = err(
+        &two_revisions(MULTI, SWAP, "blue", RATE)
+            .replacen("duration = \"10s\"\naction = { kind = \"revision\"", "events = 2\ninterval = \"5s\"\naction = { kind = \"revision\"", 1),
+        "full",
+    );
+    assert!(e.contains("steps[0].events (step \"green\"): a revision action fires once"), "{e}");
+}

@@ -9,6 +9,10 @@
 //! - `saturate`: one blocking `GET <app><path>`; its outcome is the point (worker saturation
 //!   expects it to be lost);
 //! - `set-env`: the given env on the app's container (a new revision).
+//! - `revision`: a new revision named `<app>--<suffix>` (env on its container) and, in the same
+//!   ARM PATCH, the traffic rules when given (multiple revision mode);
+//! - `traffic`: new `ingress.traffic` weights in one ARM PATCH (a split, a blue/green switch);
+//! - `deactivate`: `POST .../revisions/<app>--<suffix>/deactivate`.
 //!
 //! HTTP actions reach the app's ingress from the host (its `fqdn`) with the run's
 //! `X-Simulate-Token`. A failure is recorded (`outcome: failed`), never fatal.
@@ -103,6 +107,16 @@ impl Actor {
                     .await
             }
             Action::Saturate { path, .. } => vec![self.saturate(event, &app, &path, &cancel).await],
+            Action::Revision {
+                suffix,
+                env,
+                traffic,
+                ..
+            } => vec![self.revision(event, &app, &suffix, env, &traffic).await],
+            Action::Traffic { traffic, .. } => vec![self.traffic(event, &app, &traffic).await],
+            Action::Deactivate { revision, .. } => {
+                vec![self.deactivate(event, &app, &revision).await]
+            }
         }
     }
 
@@ -126,6 +140,77 @@ impl Actor {
             self.patch_env(app, &pairs)
                 .await
                 .map(|rev| (None, format!("{}: {rev}", names.join(","))))
+        })
+        .await
+    }
+
+    /// `revision`: a new revision `<app>--<suffix>` with `env` on its container, and `traffic`
+    /// (when given) in the same PATCH, so the new revision never holds weight it was not given.
+    async fn revision(
+        &self,
+        event: u32,
+        app: &str,
+        suffix: &str,
+        env: BTreeMap<String, String>,
+        traffic: &[lab::schema::TrafficEntry],
+    ) -> ActionRecord {
+        let t = &self.target;
+        let weights = lab::arm_body::traffic_weights(app, traffic);
+        let split = lab::describe::traffic_text(app, traffic);
+        self.timed(event, "revision", app, async {
+            let edit = |template: &mut arm::models::Template| {
+                for (k, v) in &env {
+                    arm::client::set_env_in_template(template, Some(app), k, v)
+                        .or_else(|_| arm::client::set_env_in_template(template, None, k, v))?;
+                }
+                template.revision_suffix = Some(suffix.to_owned());
+                Ok(())
+            };
+            let after = if weights.is_empty() {
+                t.arm.update_app_template(&t.scope, app, edit).await?
+            } else {
+                t.arm
+                    .update_app_template_and_traffic(&t.scope, app, edit, weights)
+                    .await?
+            };
+            let rev = after
+                .properties
+                .latest_revision_name
+                .unwrap_or_else(|| "?".into());
+            let detail = if split.is_empty() {
+                format!("new revision {rev}")
+            } else {
+                format!("new revision {rev}; traffic {split}")
+            };
+            Ok::<_, ActionFailure>((None, detail))
+        })
+        .await
+    }
+
+    /// `traffic`: the app's `ingress.traffic` replaced in one PATCH.
+    async fn traffic(
+        &self,
+        event: u32,
+        app: &str,
+        traffic: &[lab::schema::TrafficEntry],
+    ) -> ActionRecord {
+        let t = &self.target;
+        let weights = lab::arm_body::traffic_weights(app, traffic);
+        let split = lab::describe::traffic_text(app, traffic);
+        self.timed(event, "traffic", app, async {
+            t.arm.set_app_traffic(&t.scope, app, weights).await?;
+            Ok::<_, ActionFailure>((None, format!("traffic {split}")))
+        })
+        .await
+    }
+
+    /// `deactivate`: the revision `<app>--<suffix>` deactivated.
+    async fn deactivate(&self, event: u32, app: &str, suffix: &str) -> ActionRecord {
+        let t = &self.target;
+        let rev = lab::arm_body::revision_name(app, suffix);
+        self.timed(event, "deactivate", app, async {
+            t.arm.deactivate_revision(&t.scope, app, &rev).await?;
+            Ok::<_, ActionFailure>((None, format!("deactivated {rev}")))
         })
         .await
     }

@@ -171,6 +171,7 @@ pub(crate) fn req(acc: &mut Acc, r: ReqIn<'_>) {
             r.err_class.unwrap_or_else(|| class_of(r.code)),
             1,
         );
+        bump(&mut w.err_served_by, r.revision.unwrap_or("unknown"), 1);
     }
     record_ms(&mut w.hist, r.dur_ms);
     let mut b = [0u8; 5];
