@@ -439,9 +439,7 @@ fn error_rate_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
     let (Some(lo), Some(hi)) = (c.min_pct, c.max_pct) else {
         return invalid("error_rate_between needs `min_pct` and `max_pct`");
     };
-    let floor = c
-        .min_requests
-        .unwrap_or(lab::checks::DEFAULT_MIN_REQUESTS);
+    let floor = c.min_requests.unwrap_or(lab::checks::DEFAULT_MIN_REQUESTS);
     let pct_of = |w: &Win| labkit::event::err_pct(w.err, w.count);
     let judged_wins: Vec<&Win> = sel.wins.iter().filter(|w| w.count >= floor).collect();
     let skipped = sel.wins.len() - judged_wins.len();
@@ -459,13 +457,17 @@ fn error_rate_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
     let bad: Vec<&&Win> = judged_wins.iter().filter(|w| outside(w)).collect();
     let rates: Vec<Value> = judged_wins
         .iter()
-        .map(|w| json!({"window": iso_ms(w.start_ms), "requests": w.count, "errors": w.err,
-                        "err_pct": (pct_of(w) * 1000.0).round() / 1000.0}))
+        .map(|w| {
+            json!({"window": iso_ms(w.start_ms), "requests": w.count, "errors": w.err,
+                        "err_pct": (pct_of(w) * 1000.0).round() / 1000.0})
+        })
         .collect();
-    let (min_seen, max_seen) = judged_wins.iter().map(|w| pct_of(w)).fold(
-        (f64::INFINITY, f64::NEG_INFINITY),
-        |(a, b), p| (a.min(p), b.max(p)),
-    );
+    let (min_seen, max_seen) = judged_wins
+        .iter()
+        .map(|w| pct_of(w))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+            (a.min(p), b.max(p))
+        });
     judged(
         bad.is_empty(),
         format!(
@@ -576,7 +578,10 @@ fn errors_served_by(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
         .sum();
     let list: Vec<String> = by_rev.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let detail = if attributed == 0 {
-        format!("no error in {} requests of {load}/{scenario}, {where_}: none served by another revision than {want}", sel.requests)
+        format!(
+            "no error in {} requests of {load}/{scenario}, {where_}: none served by another revision than {want}",
+            sel.requests
+        )
     } else {
         format!(
             "{} of {attributed} error(s) served by another revision than {want} ({}), {load}/{scenario}, {where_}",

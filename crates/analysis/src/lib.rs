@@ -377,7 +377,15 @@ fn errors_by_revision_table(acc: &Acc, runs: &[RunSummary]) -> Table {
     let mut t = Table::new(
         "q2-errors-by-revision",
         "Q2 by revision: failed requests per run by the revision that served them (req lines)",
-        &["run_id", "scenario", "phase", "revision", "errors", "share_pct", "basis"],
+        &[
+            "run_id",
+            "scenario",
+            "phase",
+            "revision",
+            "errors",
+            "share_pct",
+            "basis",
+        ],
     );
     for r in runs.iter().filter(|r| r.err > 0) {
         let Some(data) = acc
@@ -413,7 +421,10 @@ fn errors_by_revision_table(acc: &Acc, runs: &[RunSummary]) -> Table {
                 json!(if attributed == 0 {
                     "no req line of an error (log_requests none?)".to_owned()
                 } else {
-                    format!("the windows count {} errors the req lines do not hold", r.err - attributed)
+                    format!(
+                        "the windows count {} errors the req lines do not hold",
+                        r.err - attributed
+                    )
                 }),
             ]);
         }

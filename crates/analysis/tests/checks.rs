@@ -701,7 +701,9 @@ fn canary_pack(
         ));
         for k in 0..e {
             let ts = iso(start + 1 + k as i64 % 8);
-            let rev = err_rev.map_or(String::new(), |r| format!(r#","revision":"{r}","code":500"#));
+            let rev = err_rev.map_or(String::new(), |r| {
+                format!(r#","revision":"{r}","code":500"#)
+            });
             reqs.push(format!(
                 r#"{{"kind":"req","ts":"{ts}","run_id":"split-main","scenario":"main","scheduled_ts":"{ts}","dur_ms":3.0,"ok":false,"err_class":"http_5xx"{rev}}}"#
             ));
@@ -788,13 +790,25 @@ fn canary_checks_pass_and_fail_at_their_bounds() {
     assert_eq!(gate(&a, "rate within 1.5-2.5").numbers["not_judged"], 1);
     // One error more or fewer at a bound falls outside it.
     for errs in [[20, 14, 25], [20, 15, 26]] {
-        let a = canary_pack(CANARY_CHECKS, &[1000; 3], &errs, Some("web--canary"), usize::MAX);
+        let a = canary_pack(
+            CANARY_CHECKS,
+            &[1000; 3],
+            &errs,
+            Some("web--canary"),
+            usize::MAX,
+        );
         let g = gate(&a, "rate within 1.5-2.5");
         assert_eq!(g.status, Status::Fail, "{errs:?}: {}", g.detail);
         assert_eq!(g.rows.len(), 1, "the window outside is cited: {:?}", g.rows);
     }
     // A 50/50 control's 10 % fails the rate but not the attribution.
-    let a = canary_pack(CANARY_CHECKS, &[1000; 3], &[100; 3], Some("web--canary"), usize::MAX);
+    let a = canary_pack(
+        CANARY_CHECKS,
+        &[1000; 3],
+        &[100; 3],
+        Some("web--canary"),
+        usize::MAX,
+    );
     assert_statuses(
         &a,
         &[
@@ -826,9 +840,18 @@ fn canary_checks_pass_and_fail_at_their_bounds() {
         .collect();
     assert_eq!(
         rows,
-        [("web--canary".to_owned(), 59), ("not attributed".to_owned(), 1)]
+        [
+            ("web--canary".to_owned(), 59),
+            ("not attributed".to_owned(), 1)
+        ]
     );
     // No window large enough: nothing judged, so not evaluated rather than passed.
-    let a = canary_pack(CANARY_CHECKS, &[400; 3], &[8; 3], Some("web--canary"), usize::MAX);
+    let a = canary_pack(
+        CANARY_CHECKS,
+        &[400; 3],
+        &[8; 3],
+        Some("web--canary"),
+        usize::MAX,
+    );
     assert_eq!(gate(&a, "rate within 1.5-2.5").status, Status::NotEvaluated);
 }

@@ -629,9 +629,7 @@ impl ArmClient {
             .as_ref()
             .and_then(|c| c.ingress.clone())
             .ok_or_else(|| {
-                ArmError::Invalid(format!(
-                    "app {app} has no ingress: traffic rules need one"
-                ))
+                ArmError::Invalid(format!("app {app} has no ingress: traffic rules need one"))
             })?;
         ingress.traffic = traffic;
         Ok(ingress)

@@ -178,7 +178,10 @@ impl CheckKind {
             "contains",
             "only events whose message contains this text (case-sensitive)",
         );
-        const MIN_PCT: Param = req("min_pct", "each judged window's error rate is at least this %");
+        const MIN_PCT: Param = req(
+            "min_pct",
+            "each judged window's error rate is at least this %",
+        );
         const MAX_PCT: Param = req("max_pct", "and at most this %");
         const MIN_REQUESTS: Param = opt(
             "min_requests",
@@ -196,7 +199,9 @@ impl CheckKind {
             "the revision serves at least this % of the responses",
         );
         const SHARE_MAX: Param = req("max_pct", "and at most this %");
-        const SHARE: &[Param] = &[LOAD, SCENARIO, STEP, REV_APP, REVISION, SHARE_MIN, SHARE_MAX];
+        const SHARE: &[Param] = &[
+            LOAD, SCENARIO, STEP, REV_APP, REVISION, SHARE_MIN, SHARE_MAX,
+        ];
         const STATUS_SEEN: &[Param] = &[LOAD, SCENARIO, STEP, STATUS, MIN_COUNT];
         const SLOWEST: &[Param] = &[LOAD, SCENARIO, STEP, MIN_MS, MAX_MS];
         const EVENTS: &[Param] = &[APP, REASON, CONTAINS, STEP, WITHIN, MIN_COUNT];

@@ -432,7 +432,12 @@ fn apparatus(o: &mut String, lab: &Lab) {
             let first = a
                 .revision_suffix
                 .as_ref()
-                .map(|s| format!(", first revision {}", crate::arm_body::revision_name(&a.name, s)))
+                .map(|s| {
+                    format!(
+                        ", first revision {}",
+                        crate::arm_body::revision_name(&a.name, s)
+                    )
+                })
                 .unwrap_or_default();
             let split = if a.traffic.is_empty() {
                 String::new()

@@ -739,7 +739,11 @@ fn revisions(v: &mut V, lab: &Lab) {
                 );
             }
             if app.ingress.is_none() {
-                v.push(k("traffic"), item.clone(), "traffic needs the app's ingress");
+                v.push(
+                    k("traffic"),
+                    item.clone(),
+                    "traffic needs the app's ingress",
+                );
             }
             traffic_problems(v, &k("traffic"), &item, app, &app.traffic, &known);
         }
@@ -809,7 +813,10 @@ fn revisions(v: &mut V, lab: &Lab) {
                     v.push(
                         format!("{key}.revision"),
                         item.clone(),
-                        format!("no earlier revision of {:?} has suffix {revision:?}", app.name),
+                        format!(
+                            "no earlier revision of {:?} has suffix {revision:?}",
+                            app.name
+                        ),
                     );
                 }
             }
@@ -889,7 +896,7 @@ fn traffic_problems(
             );
         }
         if let Some(l) = &e.label {
-            if !is_resource_name(l) && !(l.len() == 1 && l.starts_with(|c: char| c.is_ascii_lowercase())) {
+            if !is_label(l) {
                 v.push(
                     format!("{ek}.label"),
                     item.clone(),
@@ -1110,7 +1117,11 @@ fn check_ranges(v: &mut V, i: usize, c: &Check) {
             if let Some(x) = x
                 && !(x.is_finite() && (0.0..=100.0).contains(&x))
             {
-                v.push(k(key), item.clone(), format!("{x} is not a percentage (0-100)"));
+                v.push(
+                    k(key),
+                    item.clone(),
+                    format!("{x} is not a percentage (0-100)"),
+                );
             }
         }
         if let (Some(lo), Some(hi)) = (c.min_pct, c.max_pct)
@@ -1186,6 +1197,16 @@ fn app_scale(
             );
         }
     }
+}
+
+/// A traffic label: a DNS label that forms `<app>---<label>`: lower case letters, digits and
+/// '-', starting with a letter, not ending with '-', at most 63 characters.
+fn is_label(s: &str) -> bool {
+    (1..=63).contains(&s.len())
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.ends_with('-')
 }
 
 fn is_resource_name(s: &str) -> bool {

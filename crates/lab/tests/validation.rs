@@ -601,12 +601,16 @@ const MULTI: &str = r#"revisions_mode = "multiple"
 revision_suffix = "blue"
 traffic = [{ revision = "blue", weight = 100, label = "blue" }]"#;
 const SWAP: &str = r#"[{ revision = "blue", weight = 10 }, { revision = "green", weight = 90 }]"#;
-const RATE: &str = "kind = \"error_rate_between\"\nload = \"main\"\nstep = \"swap\"\nmin_pct = 1.5\nmax_pct = 2.5";
+const RATE: &str =
+    "kind = \"error_rate_between\"\nload = \"main\"\nstep = \"swap\"\nmin_pct = 1.5\nmax_pct = 2.5";
 
 #[test]
 fn multiple_mode_traffic_and_revision_actions_load_when_consistent() {
     let l = ok(&two_revisions(MULTI, SWAP, "blue", RATE), "full");
-    assert_eq!(l.apps[0].revisions_mode, lab::schema::RevisionsMode::Multiple);
+    assert_eq!(
+        l.apps[0].revisions_mode,
+        lab::schema::RevisionsMode::Multiple
+    );
     ok(
         &two_revisions(
             MULTI,
@@ -702,6 +706,14 @@ fn traffic_rules_are_refused_as_container_apps_refuses_them() {
             RATE,
             "label \"x\" is given twice",
         ),
+        // a label that cannot be a host name.
+        (
+            MULTI,
+            r#"[{ revision = "blue", weight = 10, label = "Blue" }, { revision = "green", weight = 90 }]"#,
+            "blue",
+            RATE,
+            "steps[1].action.traffic[0].label (step \"swap\"): \"Blue\" is not a label",
+        ),
         // a suffix Azure would refuse.
         (
             "revisions_mode = \"multiple\"\nrevision_suffix = \"Blue\"\ntraffic = [{ revision = \"Blue\", weight = 100 }]",
@@ -760,12 +772,21 @@ fn traffic_rules_are_refused_as_container_apps_refuses_them() {
         ),
         "full",
     );
-    assert!(e.contains("apps[0].traffic (app \"web\"): traffic rules are for revisions_mode"), "{e}");
+    assert!(
+        e.contains("apps[0].traffic (app \"web\"): traffic rules are for revisions_mode"),
+        "{e}"
+    );
     // A revision action fires once: its suffix names one revision.
     let e = err(
-        &two_revisions(MULTI, SWAP, "blue", RATE)
-            .replacen("duration = \"10s\"\naction = { kind = \"revision\"", "events = 2\ninterval = \"5s\"\naction = { kind = \"revision\"", 1),
+        &two_revisions(MULTI, SWAP, "blue", RATE).replacen(
+            "duration = \"10s\"\naction = { kind = \"revision\"",
+            "events = 2\ninterval = \"5s\"\naction = { kind = \"revision\"",
+            1,
+        ),
         "full",
     );
-    assert!(e.contains("steps[0].events (step \"green\"): a revision action fires once"), "{e}");
+    assert!(
+        e.contains("steps[0].events (step \"green\"): a revision action fires once"),
+        "{e}"
+    );
 }

@@ -174,7 +174,10 @@ async fn root(State(state): State<AppState>) -> Response {
     }
     let k = state.0.served.fetch_add(1, Ordering::Relaxed) + 1;
     if injected_failure(k, cfg.fail_rate) {
-        return error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected failure (FAIL_RATE)");
+        return error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "injected failure (FAIL_RATE)",
+        );
     }
     if cfg.request_delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(cfg.request_delay_ms)).await;

@@ -498,7 +498,10 @@ async fn fail_rate_fails_an_exact_evenly_spread_share_of_root_requests() {
     for k in 1..=100 {
         let (s, body) = call(&app, "GET", "/", "").await;
         if s == StatusCode::INTERNAL_SERVER_ERROR {
-            assert!(body["error"].as_str().unwrap().contains("FAIL_RATE"), "{body}");
+            assert!(
+                body["error"].as_str().unwrap().contains("FAIL_RATE"),
+                "{body}"
+            );
             failed.push(k);
         } else {
             assert_eq!(s, StatusCode::OK, "request {k}");
