@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 12] = [
+const CATALOGUE: [&str; 16] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -20,6 +20,10 @@ const CATALOGUE: [&str; 12] = [
     "scale-in-termination-short-grace",
     "ingress-timeout",
     "ingress-timeout-swapped",
+    "canary-split",
+    "canary-split-half",
+    "blue-green-switch",
+    "blue-green-switch-unready",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {
