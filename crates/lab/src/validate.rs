@@ -721,6 +721,16 @@ fn action_problems(v: &mut V, lab: &Lab, key: &str, item: &Option<String>, a: &A
 /// each entry a revision or the latest, labels unique) and only in multiple revision mode.
 fn revisions(v: &mut V, lab: &Lab) {
     // Suffixes created so far, per app.
+    let mut known = first_revisions(v, lab);
+    for (i, step) in lab.steps.iter().enumerate() {
+        if let Some(action) = &step.action {
+            revision_action(v, lab, i, step, action, &mut known);
+        }
+    }
+}
+
+/// The apps' first revisions and traffic; returns the suffixes they create, per app.
+fn first_revisions<'a>(v: &mut V, lab: &'a Lab) -> Vec<(&'a str, &'a str)> {
     let mut known: Vec<(&str, &str)> = Vec::new();
     for (i, app) in lab.apps.iter().enumerate() {
         let item = named("app", &app.name);
@@ -748,80 +758,90 @@ fn revisions(v: &mut V, lab: &Lab) {
             traffic_problems(v, &k("traffic"), &item, app, &app.traffic, &known);
         }
     }
-    for (i, step) in lab.steps.iter().enumerate() {
-        let Some(action) = &step.action else { continue };
-        let item = named("step", &step.name);
-        let key = format!("steps[{i}].action");
-        let Some(app) = lab.app(action.app()) else {
-            continue; // reported by action_problems
-        };
-        let multiple = |v: &mut V, what: &str| {
-            if app.revisions_mode != RevisionsMode::Multiple {
+    known
+}
+
+/// Step `i`'s action, if it names revisions: those it names exist by then (`known`, to which a
+/// `revision` action adds its own).
+fn revision_action<'a>(
+    v: &mut V,
+    lab: &'a Lab,
+    i: usize,
+    step: &Step,
+    action: &'a Action,
+    known: &mut Vec<(&'a str, &'a str)>,
+) {
+    let item = named("step", &step.name);
+    let key = format!("steps[{i}].action");
+    let Some(app) = lab.app(action.app()) else {
+        return; // reported by action_problems
+    };
+    let multiple = |v: &mut V, what: &str| {
+        if app.revisions_mode != RevisionsMode::Multiple {
+            v.push(
+                key.clone(),
+                item.clone(),
+                format!(
+                    "{what} needs app {:?} in revisions_mode = \"multiple\"",
+                    app.name
+                ),
+            );
+        }
+    };
+    match action {
+        Action::Revision {
+            suffix, traffic, ..
+        } => {
+            suffix_problems(v, &format!("{key}.suffix"), &item, suffix);
+            if known.contains(&(app.name.as_str(), suffix.as_str())) {
                 v.push(
-                    key.clone(),
+                    format!("{key}.suffix"),
                     item.clone(),
                     format!(
-                        "{what} needs app {:?} in revisions_mode = \"multiple\"",
+                        "revision {:?} is created earlier: a suffix names one revision",
+                        crate::arm_body::revision_name(&app.name, suffix)
+                    ),
+                );
+            }
+            if step.events.is_some_and(|n| n > 1) {
+                v.push(
+                    format!("steps[{i}].events"),
+                    item.clone(),
+                    "a revision action fires once: its suffix names one revision",
+                );
+            }
+            known.push((&app.name, suffix));
+            if !traffic.is_empty() {
+                multiple(v, "a traffic rule");
+                traffic_problems(v, &format!("{key}.traffic"), &item, app, traffic, known);
+            }
+        }
+        Action::Traffic { traffic, .. } => {
+            multiple(v, "a traffic action");
+            if traffic.is_empty() {
+                v.push(
+                    format!("{key}.traffic"),
+                    item.clone(),
+                    "a traffic action gives at least one weight",
+                );
+            } else {
+                traffic_problems(v, &format!("{key}.traffic"), &item, app, traffic, known);
+            }
+        }
+        Action::Deactivate { revision, .. } => {
+            multiple(v, "deactivating a revision");
+            if !known.contains(&(app.name.as_str(), revision.as_str())) {
+                v.push(
+                    format!("{key}.revision"),
+                    item.clone(),
+                    format!(
+                        "no earlier revision of {:?} has suffix {revision:?}",
                         app.name
                     ),
                 );
             }
-        };
-        match action {
-            Action::Revision {
-                suffix, traffic, ..
-            } => {
-                suffix_problems(v, &format!("{key}.suffix"), &item, suffix);
-                if known.contains(&(app.name.as_str(), suffix.as_str())) {
-                    v.push(
-                        format!("{key}.suffix"),
-                        item.clone(),
-                        format!(
-                            "revision {:?} is created earlier: a suffix names one revision",
-                            crate::arm_body::revision_name(&app.name, suffix)
-                        ),
-                    );
-                }
-                if step.events.is_some_and(|n| n > 1) {
-                    v.push(
-                        format!("steps[{i}].events"),
-                        item.clone(),
-                        "a revision action fires once: its suffix names one revision",
-                    );
-                }
-                known.push((&app.name, suffix));
-                if !traffic.is_empty() {
-                    multiple(v, "a traffic rule");
-                    traffic_problems(v, &format!("{key}.traffic"), &item, app, traffic, &known);
-                }
-            }
-            Action::Traffic { traffic, .. } => {
-                multiple(v, "a traffic action");
-                if traffic.is_empty() {
-                    v.push(
-                        format!("{key}.traffic"),
-                        item.clone(),
-                        "a traffic action gives at least one weight",
-                    );
-                } else {
-                    traffic_problems(v, &format!("{key}.traffic"), &item, app, traffic, &known);
-                }
-            }
-            Action::Deactivate { revision, .. } => {
-                multiple(v, "deactivating a revision");
-                if !known.contains(&(app.name.as_str(), revision.as_str())) {
-                    v.push(
-                        format!("{key}.revision"),
-                        item.clone(),
-                        format!(
-                            "no earlier revision of {:?} has suffix {revision:?}",
-                            app.name
-                        ),
-                    );
-                }
-            }
-            _ => {}
         }
+        _ => {}
     }
 }
 
