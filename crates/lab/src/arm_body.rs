@@ -254,6 +254,7 @@ mod tests {
             revision_ready: Some("allReplicas".into()),
             drain_delay_seconds: Some(15),
             routing_removal_lag_ms: None,
+            wait_ready: true,
         }
     }
 

@@ -351,7 +351,7 @@ fn apparatus(o: &mut String, lab: &Lab) {
             .collect();
         let _ = writeln!(
             o,
-            "  - {}: {} × {}{}",
+            "  - {}: {} × {}{}{}",
             a.name,
             replicas_in_words(a),
             a.image,
@@ -359,6 +359,12 @@ fn apparatus(o: &mut String, lab: &Lab) {
                 String::new()
             } else {
                 format!(", probes {}", probes.join(", "))
+            },
+            if a.wait_ready {
+                ""
+            } else {
+                "; not waited for (wait_ready = false): the steps start while it starts, \
+                 ready or not"
             }
         );
     }
