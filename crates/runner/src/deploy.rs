@@ -21,7 +21,7 @@ pub const SAMPLER_IMAGE: &str = "probelab/perturbation-sampler:dev";
 pub fn images(lab: &Lab) -> Vec<String> {
     let mut v: Vec<String> = lab.apps.iter().map(|a| a.image.clone()).collect();
     v.push(LOADGEN_IMAGE.into());
-    if lab.steps.iter().any(|s| s.action.is_some()) {
+    if lab.steps.iter().any(|s| s.action.is_some() || s.sample) {
         v.push(SAMPLER_IMAGE.into());
     }
     v.sort();
@@ -397,6 +397,8 @@ load = "a"
         let not = two_apps("wait_ready = false");
         assert_eq!(awaited_apps(&not), ["fast"]);
         assert_eq!(serving_targets(&not), [("fast", "/")]);
+        // A sample step runs the sampler, so its image is checked before a local run.
+        assert!(images(&not).contains(&SAMPLER_IMAGE.to_owned()));
     }
 
     /// A fake ARM endpoint whose container app PUTs start an operation that never ends;
