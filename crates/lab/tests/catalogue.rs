@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 12] = [
+const CATALOGUE: [&str; 14] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -20,6 +20,8 @@ const CATALOGUE: [&str; 12] = [
     "scale-in-termination-short-grace",
     "ingress-timeout",
     "ingress-timeout-swapped",
+    "default-probes-slow-starter",
+    "default-probes-slow-starter-short-own-probe",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {
