@@ -282,6 +282,7 @@ mod tests {
             revisions_mode: RevisionsMode::Single,
             revision_suffix: None,
             traffic: Vec::new(),
+            wait_ready: true,
         }
     }
 

@@ -418,7 +418,7 @@ fn apparatus(o: &mut String, lab: &Lab) {
             .collect();
         let _ = writeln!(
             o,
-            "  - {}: {} × {}{}",
+            "  - {}: {} × {}{}{}",
             a.name,
             replicas_in_words(a),
             a.image,
@@ -426,6 +426,12 @@ fn apparatus(o: &mut String, lab: &Lab) {
                 String::new()
             } else {
                 format!(", probes {}", probes.join(", "))
+            },
+            if a.wait_ready {
+                ""
+            } else {
+                "; not waited for (wait_ready = false): the steps start while it starts, \
+                 ready or not"
             }
         );
         if a.revisions_mode == crate::schema::RevisionsMode::Multiple {

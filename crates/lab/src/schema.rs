@@ -171,6 +171,16 @@ pub struct App {
     /// Emulator knob: milliseconds routing continues after SIGTERM.
     #[serde(default)]
     pub routing_removal_lag_ms: Option<u64>,
+    /// Whether the runner waits, before the first step, for this app's creation to finish, its
+    /// latest revision to be ready and (when a load targets it) its ingress to serve; default
+    /// `true`. `false` is for an app whose startup is itself what the lab observes: one that
+    /// never becomes ready (killed by its startup probe) would otherwise hold the run until the
+    /// ready timeout, and one that becomes ready only after minutes would have done its
+    /// startup before the first step, out of the steps' scope. The runner then only PUTs it
+    /// (without waiting for the operation) and the steps start while it starts; a load that
+    /// targets it may not set `ready_path` (nothing polls it).
+    #[serde(default = "yes")]
+    pub wait_ready: bool,
     /// Container Apps' `activeRevisionsMode`: `single` (the default: the latest revision takes
     /// all traffic) or `multiple` (revisions take the traffic `traffic` gives them).
     #[serde(default)]

@@ -476,6 +476,17 @@ fn loads(v: &mut V, lab: &Lab) {
                 format!("target app {:?} is not defined", load.target),
             );
         }
+        if load.ready_path.is_some() && lab.app(&load.target).is_some_and(|a| !a.wait_ready) {
+            v.push(
+                k("ready_path"),
+                item.clone(),
+                format!(
+                    "target app {:?} has wait_ready = false, so nothing polls ready_path before \
+                     the first step: remove it, or let the runner wait for the app",
+                    load.target
+                ),
+            );
+        }
         for (key, path) in [
             ("path", Some(&load.path)),
             ("ready_path", load.ready_path.as_ref()),

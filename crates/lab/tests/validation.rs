@@ -790,3 +790,46 @@ fn traffic_rules_are_refused_as_container_apps_refuses_them() {
         "{e}"
     );
 }
+
+#[test]
+fn wait_ready_defaults_to_true_and_a_load_on_an_app_not_waited_for_has_no_ready_path() {
+    let base = obs("kind = \"no_errors\"\nstep = \"baseline\"\nload = \"main\"");
+    let web = "[[apps]]\nname = \"web\"\nimage = \"probelab/subject:dev\"\n";
+    let app = |extra: &str| base.replace(web, &format!("{web}{extra}\n"));
+    let main = "[[load]]\nname = \"main\"\ntarget = \"web\"\n";
+    let load = |lab: &str, extra: &str| lab.replace(main, &format!("{main}{extra}\n"));
+    // Default: waited for, and a ready_path is fine.
+    let l = ok(&load(&base, "ready_path = \"/\""), "full");
+    assert!(l.apps.iter().all(|a| a.wait_ready));
+    let shown = lab::describe::pre_registration(&l, "x", "full");
+    assert!(!shown.contains("not waited for"), "{shown}");
+    let l = ok(&app("wait_ready = true"), "full");
+    assert!(l.apps[0].wait_ready);
+    // Not waited for: loads, and `lab show` says so; a ready_path on a load of it is an error.
+    let l = ok(&app("wait_ready = false"), "full");
+    assert!(!l.apps[0].wait_ready && l.apps[1].wait_ready);
+    let shown = lab::describe::pre_registration(&l, "x", "full");
+    assert!(
+        shown.contains("  - web: 1 × probelab/subject:dev, probes Liveness /live; not waited for (wait_ready = false)"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("  - idle: 1 × probelab/subject:dev; not waited for"),
+        "{shown}"
+    );
+    let e = err(
+        &load(&app("wait_ready = false"), "ready_path = \"/\""),
+        "full",
+    );
+    assert!(
+        e.contains(
+            "load[0].ready_path (load \"main\"): target app \"web\" has wait_ready = false, so nothing polls ready_path"
+        ),
+        "{e}"
+    );
+    let e = err(&app("wait_ready = \"no\""), "full");
+    assert!(
+        e.contains("apps[0].wait_ready: invalid type: string"),
+        "{e}"
+    );
+}

@@ -1,8 +1,9 @@
 //! Probes: one HTTP GET or TCP connect with a timeout, and kubelet's result counting.
 //!
 //! [`Counter`] is kubelet's `worker.doProbe` bookkeeping: a result only takes effect after it
-//! was seen `failureThreshold` (or `successThreshold`) times in a row, and the first result
-//! (readiness: failure, liveness/startup: success) holds until then.
+//! was seen `failureThreshold` (or `successThreshold`) times in a row, and the initial value
+//! (readiness: failure, liveness: success, startup: unknown, so that either a success run or a
+//! failure run decides it) holds until then.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -23,18 +24,29 @@ pub struct Counter {
     success_threshold: u32,
     last: Option<bool>,
     run: u32,
-    /// The result in force.
-    pub state: bool,
+    /// The result in force (`None`: unknown, a startup probe's initial value).
+    state: Option<bool>,
 }
 
 impl Counter {
+    /// A counter whose initial value is `initial` (readiness: `false`, liveness: `true`).
     pub fn new(initial: bool, probe: &Probe) -> Self {
         Counter {
             failure_threshold: probe.failure_threshold.max(1),
             success_threshold: probe.success_threshold.max(1),
             last: None,
             run: 0,
-            state: initial,
+            state: Some(initial),
+        }
+    }
+
+    /// A startup probe's counter: its initial value is unknown (kubelet's `results.Unknown`), so
+    /// `successThreshold` successes in a row start the container and `failureThreshold`
+    /// failures in a row kill it, whichever run completes first.
+    pub fn startup(probe: &Probe) -> Self {
+        Counter {
+            state: None,
+            ..Counter::new(false, probe)
         }
     }
 
@@ -51,10 +63,10 @@ impl Counter {
         } else {
             self.failure_threshold
         };
-        if self.run < needed || self.state == ok {
+        if self.run < needed || self.state == Some(ok) {
             return None;
         }
-        self.state = ok;
+        self.state = Some(ok);
         Some(ok)
     }
 
@@ -62,7 +74,7 @@ impl Counter {
     pub fn reset(&mut self, state: bool) {
         self.last = None;
         self.run = 0;
-        self.state = state;
+        self.state = Some(state);
     }
 }
 
@@ -231,6 +243,30 @@ mod tests {
         assert_eq!(c.record(false), Some(false));
         c.reset(true);
         assert_eq!(c.record(false), None);
+    }
+
+    #[test]
+    fn startup_is_decided_by_whichever_run_reaches_its_threshold_first() {
+        // Failures: the threshold-th failure in a row kills, one before it does not (the
+        // default startup probe: 240 failures of 1 s each). A startup counter that began as
+        // "failed" never changed state on failures, so a startup probe could never kill.
+        let mut c = Counter::startup(&probe(240, 1));
+        for i in 1..240 {
+            assert_eq!(c.record(false), None, "failure {i} of 240");
+        }
+        assert_eq!(c.record(false), Some(false), "the 240th failure kills");
+        // A success before the threshold starts the container, and resets the failure run.
+        let mut c = Counter::startup(&probe(3, 1));
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(true), Some(true), "started");
+        let mut c = Counter::startup(&probe(3, 2));
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(true), None, "one success of the two needed");
+        assert_eq!(c.record(false), None, "the failure run starts again");
+        assert_eq!(c.record(false), None);
+        assert_eq!(c.record(false), Some(false));
     }
 
     #[tokio::test]

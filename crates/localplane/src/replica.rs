@@ -468,9 +468,7 @@ async fn run_container(
         ));
     }
     drop(tx);
-    let mut startup = spec
-        .probe(ProbeKind::Startup)
-        .map(|p| Counter::new(false, p));
+    let mut startup = spec.probe(ProbeKind::Startup).map(Counter::startup);
     let mut readiness = spec
         .probe(ProbeKind::Readiness)
         .map(|p| Counter::new(false, p));

@@ -1,6 +1,7 @@
 //! Deploying a lab: the managed environment and the two jobs (local only: on Azure they come
 //! from infra/main.bicep), every app (`lab::arm_body::container_app`), then waiting until each
-//! app's latest revision is ready.
+//! app's latest revision is ready, except the apps whose lab entry says `wait_ready = false`:
+//! their PUT is not waited for either, so the steps start while they start.
 
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ pub const SAMPLER_IMAGE: &str = "probelab/perturbation-sampler:dev";
 pub fn images(lab: &Lab) -> Vec<String> {
     let mut v: Vec<String> = lab.apps.iter().map(|a| a.image.clone()).collect();
     v.push(LOADGEN_IMAGE.into());
-    if lab.steps.iter().any(|s| s.action.is_some()) {
+    if lab.steps.iter().any(|s| s.action.is_some() || s.sample) {
         v.push(SAMPLER_IMAGE.into());
     }
     v.sort();
@@ -190,15 +191,47 @@ pub async fn apps(
                 app.name
             )))
         })?;
-        t.send(
-            "put_app",
-            Method::PUT,
-            &t.resource_path("containerApps", &app.name),
-            Some(&body),
-        )
-        .await?;
+        let path = t.resource_path("containerApps", &app.name);
+        if app.wait_ready {
+            t.send("put_app", Method::PUT, &path, Some(&body)).await?;
+        } else {
+            // The operation succeeds only once the revision is ready, which for this app may
+            // be never (the startup probe kills it) or minutes later: the PUT is accepted, and
+            // what follows is what the lab observes.
+            t.send_accepted("put_app", Method::PUT, &path, Some(&body))
+                .await?;
+        }
     }
     Ok(())
+}
+
+/// The apps the runner waits for before the first step (`wait_ready`, default true), in lab
+/// order.
+pub fn awaited_apps(lab: &Lab) -> Vec<String> {
+    lab.apps
+        .iter()
+        .filter(|a| a.wait_ready)
+        .map(|a| a.name.clone())
+        .collect()
+}
+
+/// The (app, path) pairs [`wait_serving`] polls: each load's target with its `ready_path` (else
+/// its `path`), once each, except targets the runner does not wait for.
+pub fn serving_targets(lab: &Lab) -> Vec<(&str, &str)> {
+    let mut targets: Vec<(&str, &str)> = lab
+        .load
+        .iter()
+        .filter(|l| lab.app(&l.target).is_none_or(|a| a.wait_ready))
+        .map(|l| {
+            (
+                l.target.as_str(),
+                l.ready_path.as_deref().unwrap_or(&l.path),
+            )
+        })
+        .collect();
+    targets.sort_unstable();
+    targets.dedup();
+    targets
 }
 
 /// Waits until each app's latest revision is its latest ready one.
@@ -240,7 +273,8 @@ pub async fn wait_ready(t: &Target, apps: &[String], timeout: Duration) -> Resul
 pub const SERVING_STREAK: u32 = 5;
 
 /// Waits until every app a load targets answers its load path (or the load's `ready_path`) with
-/// 2xx/3xx through the ingress [`SERVING_STREAK`] times in a row. Readiness alone is not enough: an app whose readiness lies
+/// 2xx/3xx through the ingress [`SERVING_STREAK`] times in a row (apps with `wait_ready = false`
+/// excepted: [`serving_targets`]). Readiness alone is not enough: an app whose readiness lies
 /// (the positive control) is "ready" long before it serves, and a baseline started then would
 /// measure the warm-up instead of the steady state.
 pub async fn wait_serving(t: &Target, lab: &Lab, timeout: Duration) -> Result<(), RunError> {
@@ -250,19 +284,7 @@ pub async fn wait_serving(t: &Target, lab: &Lab, timeout: Duration) -> Result<()
         .build()
         .map_err(|e| RunError::Config(format!("cannot build the HTTP client: {e}")))?;
     let deadline = Instant::now() + timeout;
-    let mut targets: Vec<(&str, &str)> = lab
-        .load
-        .iter()
-        .map(|l| {
-            (
-                l.target.as_str(),
-                l.ready_path.as_deref().unwrap_or(&l.path),
-            )
-        })
-        .collect();
-    targets.sort_unstable();
-    targets.dedup();
-    for (app, path) in targets {
+    for (app, path) in serving_targets(lab) {
         let url = format!("{}{path}", t.app_host_url(app).await?);
         let mut streak = 0;
         let mut last = String::new();
@@ -293,6 +315,8 @@ pub async fn wait_serving(t: &Target, lab: &Lab, timeout: Duration) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
 
     /// A one-connection fake engine answering `status_line`; returns the request it got.
     fn fake_engine(
@@ -320,6 +344,129 @@ mod tests {
             String::from_utf8_lossy(&req).into_owned()
         });
         (dir, h)
+    }
+
+    /// A lab of two apps, `slow` (with `slow_line` added) and `fast`, each the target of a
+    /// load.
+    fn two_apps(slow_line: &str) -> Lab {
+        let text = format!(
+            r#"
+title = "t"
+question = "q?"
+kind = "observation"
+[hypothesis]
+text = "h"
+[[apps]]
+name = "slow"
+image = "probelab/subject:dev"
+ingress = {{ target_port = 8080 }}
+{slow_line}
+[[apps]]
+name = "fast"
+image = "probelab/subject:dev"
+ingress = {{ target_port = 8080 }}
+[[load]]
+name = "a"
+target = "slow"
+rate = 1
+[[load]]
+name = "b"
+target = "fast"
+path = "/slow?seconds=60"
+ready_path = "/"
+rate = 1
+[[steps]]
+name = "s"
+phase = "s"
+duration = "10s"
+sample = true
+[[checks]]
+name = "c"
+kind = "no_errors"
+load = "a"
+"#
+        );
+        lab::parse(&text, "x.toml".as_ref(), "full").unwrap()
+    }
+
+    #[test]
+    fn apps_with_wait_ready_false_are_neither_awaited_nor_polled_for_serving() {
+        let waited = two_apps("");
+        assert_eq!(awaited_apps(&waited), ["slow", "fast"]);
+        assert_eq!(serving_targets(&waited), [("fast", "/"), ("slow", "/")]);
+        let not = two_apps("wait_ready = false");
+        assert_eq!(awaited_apps(&not), ["fast"]);
+        assert_eq!(serving_targets(&not), [("fast", "/")]);
+        // A sample step runs the sampler, so its image is checked before a local run.
+        assert!(images(&not).contains(&SAMPLER_IMAGE.to_owned()));
+    }
+
+    /// A fake ARM endpoint whose container app PUTs start an operation that never ends;
+    /// counts the PUTs and the polls of the operation.
+    async fn endless_operations() -> (String, Arc<AtomicU32>, Arc<AtomicU32>) {
+        use axum::routing::{get, put};
+        let puts = Arc::new(AtomicU32::new(0));
+        let polls = Arc::new(AtomicU32::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let op = format!("{base}/operations/1?api-version=x");
+        let (p, q) = (puts.clone(), polls.clone());
+        let app = axum::Router::new()
+            .route(
+                "/subscriptions/{s}/resourceGroups/{g}/providers/Microsoft.App/containerApps/{a}",
+                put(move || {
+                    p.fetch_add(1, Ordering::SeqCst);
+                    let op = op.clone();
+                    async move {
+                        (
+                            axum::http::StatusCode::CREATED,
+                            [("azure-asyncoperation", op)],
+                            "{}",
+                        )
+                    }
+                }),
+            )
+            .route(
+                "/operations/1",
+                get(move || {
+                    q.fetch_add(1, Ordering::SeqCst);
+                    async { r#"{"status":"InProgress"}"# }
+                }),
+            );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (base, puts, polls)
+    }
+
+    #[tokio::test]
+    async fn the_put_of_an_app_not_waited_for_does_not_wait_for_its_operation() {
+        let (base, puts, polls) = endless_operations().await;
+        let t = Target::local(&base, crate::target::Addressing::ByName).unwrap();
+        // Only `slow` is not waited for: its PUT returns once accepted, the operation unpolled.
+        let mut lab = two_apps("wait_ready = false");
+        lab.apps.truncate(1);
+        let done =
+            tokio::time::timeout(Duration::from_secs(20), apps(&t, &lab, "x", None, "local")).await;
+        assert!(matches!(done, Ok(Ok(()))), "{done:?}");
+        assert_eq!(puts.load(Ordering::SeqCst), 1);
+        assert_eq!(polls.load(Ordering::SeqCst), 0);
+        // Waited for (the default): the PUT waits for the operation, polled until it ends.
+        let lab = two_apps("");
+        let run = tokio::spawn({
+            let t = t.clone();
+            async move { apps(&t, &lab, "x", None, "local").await }
+        });
+        testkit::wait::eventually(
+            Duration::from_secs(20),
+            "the operation polled twice",
+            || {
+                let n = polls.load(Ordering::SeqCst);
+                async move { (n >= 2).then_some(()) }
+            },
+        )
+        .await;
+        assert!(!run.is_finished(), "the PUT did not wait for its operation");
+        assert_eq!(puts.load(Ordering::SeqCst), 2);
+        run.abort();
     }
 
     #[test]

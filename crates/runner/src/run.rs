@@ -346,9 +346,23 @@ async fn orchestrate(
         deploy::apps(&t, lab, &record.lab, Some(&token), &location),
     )
     .await?;
-    cancellable(cancel, deploy::wait_ready(&t, &names, opts.ready_timeout)).await?;
+    let awaited = deploy::awaited_apps(lab);
+    cancellable(cancel, deploy::wait_ready(&t, &awaited, opts.ready_timeout)).await?;
     cancellable(cancel, deploy::wait_serving(&t, lab, opts.ready_timeout)).await?;
-    progress.line("every app is ready and every load target serves");
+    if awaited.len() == names.len() {
+        progress.line("every app is ready and every load target serves");
+    } else {
+        let not: Vec<&str> = names
+            .iter()
+            .filter(|n| !awaited.contains(n))
+            .map(String::as_str)
+            .collect();
+        progress.line(&format!(
+            "not waited for (wait_ready = false; the steps start while they start): {}; every \
+             other app is ready and every load target of those serves",
+            not.join(", ")
+        ));
+    }
     let actor = Arc::new(Actor::new(t.clone(), Some(token), scale)?);
     run_steps(lab, &t, &actor, opts, progress, pack, record).await
 }

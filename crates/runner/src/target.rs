@@ -256,6 +256,19 @@ impl Target {
         Ok(serde_json::from_slice(&resp.body).unwrap_or(Value::Null))
     }
 
+    /// A mutating call whose long-running operation is not waited for: the request was
+    /// accepted (2xx), and the caller observes what follows.
+    pub async fn send_accepted(
+        &self,
+        op: &str,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, RunError> {
+        let resp = self.arm.send(op, method, self.url(path)?, body).await?;
+        Ok(serde_json::from_slice(&resp.body).unwrap_or(Value::Null))
+    }
+
     pub async fn get(&self, op: &str, path: &str) -> Result<Value, RunError> {
         let resp = self
             .arm
