@@ -1,7 +1,7 @@
 //! The `probelab/lab:dev` image through `deploy/local/compose.yaml`, as a user runs it: a whole
-//! lab (`startup-degraded`, quick profile at half length, `--time-scale 0.5`: the schedule
-//! `labs_docker` proves still holds) runs inside the lab container, which drives the host's
-//! engine through the mounted socket, and leaves its evidence pack in a host directory.
+//! lab (`canary-split`, quick profile, about 75 s of schedule) runs inside the lab container,
+//! which drives the host's engine through the mounted socket, and leaves its evidence pack in a
+//! host directory.
 //!
 //! Asserted: the container exits 0 (held); the pack under the bind-mounted host directory has
 //! lab.toml, verdict.json (`held`), report.md and manifest.sha256 and passes `labctl verify`;
@@ -10,10 +10,18 @@
 //! network existed during the run and nothing of the run (compose's containers and network,
 //! localplane's containers and network) is left afterwards.
 //!
+//! Why this lab: what is under test is the image and compose (the container drives the host's
+//! engine, the pack lands on the host with the right owner), not a latency, so the lab is one
+//! whose verdict rests on counts (errors per window, who served them), not on a p50 ratio. It ran
+//! `startup-degraded` at half length (`--time-scale 0.5`) before, whose headroom precondition
+//! compares p50s over 15 s staircase steps, half the 30 s its quick profile says are the
+//! shortest that stay clear of the factor: a CI run of 0b9d4aa ended `invalid` (headroom_shown)
+//! there, with 0 errors in 17,000 requests. Counts are not disturbed by the machine's other
+//! tests, so it runs in the `platform` group (`.config/nextest.toml`), not alone.
+//!
 //! Uses `docker compose` (v2) when present, else `docker-compose` (1.29 on Debian); fails when
 //! neither is installed or Docker is unreachable, unless `PROBELAB_SKIP_DOCKER=1`. The images
-//! must exist (the failure names scripts/build-images.sh). A 200 RPS lab: it runs alone
-//! (`.config/nextest.toml`).
+//! must exist (the failure names scripts/build-images.sh).
 
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
@@ -26,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use testkit::docker::require_docker;
 
-/// Far above the ~2.5 min the run takes; only a hang gets here.
+/// Far above the ~2 min the run takes; only a hang gets here.
 const RUN_LIMIT: Duration = Duration::from_secs(480);
 /// Who gets the pack when the test runs as root (any uid other than 0 shows the hand-over).
 const HANDOVER_IDS: (u32, u32) = (4242, 4343);
@@ -174,11 +182,9 @@ async fn a_whole_lab_runs_in_the_lab_container_and_leaves_a_verified_pack_on_the
             "--rm",
             "-T",
             "lab",
-            "startup-degraded",
+            "canary-split",
             "--profile",
             "quick",
-            "--time-scale",
-            "0.5",
             "--progress",
             "plain",
         ])
@@ -231,7 +237,7 @@ async fn a_whole_lab_runs_in_the_lab_container_and_leaves_a_verified_pack_on_the
     );
     let pack = &all[0];
     let pack_name = pack.file_name().unwrap().to_string_lossy().into_owned();
-    assert!(pack_name.starts_with("startup-degraded-"), "{pack_name}");
+    assert!(pack_name.starts_with("canary-split-"), "{pack_name}");
     for f in [
         "lab.toml",
         "verdict.json",
