@@ -553,16 +553,10 @@ impl ArmClient {
         F: FnOnce(&mut Template) -> Result<(), ArmError>,
     {
         let current = self.get_app(scope, app).await?;
-        let mut template = current
-            .properties
-            .template
-            .ok_or_else(|| ArmError::Invalid(format!("app {app} has no template")))?;
+        let mut template = Self::template_of(&current, app)?;
         change(&mut template)?;
         let body = serde_json::json!({ "properties": { "template": template } });
-        let url = self.url(&Self::app_path(scope, app)?)?;
-        self.send_and_wait("patch_app", Method::PATCH, url, Some(&body))
-            .await?;
-        self.get_app(scope, app).await
+        self.patch_app(scope, app, &body).await
     }
 
     /// GET-modify-PATCH of an app's template and its `ingress.traffic` in one ARM call (how a
@@ -582,21 +576,14 @@ impl ArmClient {
         F: FnOnce(&mut Template) -> Result<(), ArmError>,
     {
         let current = self.get_app(scope, app).await?;
-        let mut template = current
-            .properties
-            .template
-            .clone()
-            .ok_or_else(|| ArmError::Invalid(format!("app {app} has no template")))?;
+        let mut template = Self::template_of(&current, app)?;
         change(&mut template)?;
         let ingress = Self::ingress_with(&current, app, traffic)?;
         let body = serde_json::json!({ "properties": {
             "template": template,
             "configuration": { "ingress": ingress },
         } });
-        let url = self.url(&Self::app_path(scope, app)?)?;
-        self.send_and_wait("patch_app", Method::PATCH, url, Some(&body))
-            .await?;
-        self.get_app(scope, app).await
+        self.patch_app(scope, app, &body).await
     }
 
     /// Replaces an app's `ingress.traffic` (multiple revision mode: a split, a switch) with one
@@ -611,10 +598,29 @@ impl ArmClient {
         let current = self.get_app(scope, app).await?;
         let ingress = Self::ingress_with(&current, app, traffic)?;
         let body = serde_json::json!({ "properties": { "configuration": { "ingress": ingress } } });
+        self.patch_app(scope, app, &body).await
+    }
+
+    /// PATCHes `body` onto the app, waits for the operation, and returns the app afterwards.
+    async fn patch_app(
+        &self,
+        scope: &Scope,
+        app: &str,
+        body: &serde_json::Value,
+    ) -> Result<ContainerApp, ArmError> {
         let url = self.url(&Self::app_path(scope, app)?)?;
-        self.send_and_wait("patch_app", Method::PATCH, url, Some(&body))
+        self.send_and_wait("patch_app", Method::PATCH, url, Some(body))
             .await?;
         self.get_app(scope, app).await
+    }
+
+    /// `current`'s template (everything this crate does not model kept).
+    fn template_of(current: &ContainerApp, app: &str) -> Result<Template, ArmError> {
+        current
+            .properties
+            .template
+            .clone()
+            .ok_or_else(|| ArmError::Invalid(format!("app {app} has no template")))
     }
 
     /// `current`'s ingress with its traffic rules replaced by `traffic`.
