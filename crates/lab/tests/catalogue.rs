@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 18] = [
+const CATALOGUE: [&str; 20] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -24,6 +24,8 @@ const CATALOGUE: [&str; 18] = [
     "canary-split-half",
     "blue-green-switch",
     "blue-green-switch-unready",
+    "rollout-under-autoscale",
+    "rollout-under-autoscale-min-3",
     "default-probes-slow-starter",
     "default-probes-slow-starter-short-own-probe",
 ];

@@ -3,7 +3,9 @@
 //! `held` with every check passing; their positive controls (`...-lying-readiness`,
 //! `...-short-grace`) must end `falsified`, and for the reason the control was built for: the
 //! client-visible checks fail while the checks that show the scaling happened (activation from
-//! zero, scale-out, scale-in) pass. Docker must be reachable (these tests fail loudly
+//! zero, scale-out, scale-in) pass. `rollout-under-autoscale` (a falsification lab) must end
+//! `falsified` by its rule, on windows after the rollout, with its preconditions passing; its
+//! control `...-min-3` must end `held`. Docker must be reachable (these tests fail loudly
 //! otherwise, unless `PROBELAB_SKIP_DOCKER=1`), and the images `probelab/<name>:dev` must exist.
 //!
 //! Why they may share the machine (nextest group `platform`): what they judge is seconds-scale
@@ -65,4 +67,70 @@ async fn scale_in_short_grace_is_falsified() {
         return;
     };
     assert_falsified_by(lab, &o, &["no long request is cut"]);
+}
+
+/// The rule's streaks (3 or more bad windows) in judged runs.
+fn judged_streaks(o: &runner::RunOutcome) -> Vec<&analysis::rule::Streak> {
+    let a = o.analysis.as_ref().unwrap();
+    a.streaks
+        .iter()
+        .filter(|s| s.judged && s.windows >= a.rule.consecutive)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_under_autoscale_quick_is_falsified_by_the_rule() {
+    let lab = "rollout-under-autoscale";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    let a = o.analysis.as_ref().unwrap();
+    assert_eq!(
+        a.verdict.verdict,
+        analysis::Outcome::Falsified,
+        "{:?}",
+        a.verdict.reasons
+    );
+    // Falsified by the rule on the perturbation step, with a clean baseline and the rollout
+    // observed (a precondition failing would make it invalid, not falsified).
+    let streaks = judged_streaks(&o);
+    assert!(!streaks.is_empty(), "{:?}", a.streaks);
+    assert!(
+        streaks.iter().all(|s| s.phase == "perturbation"),
+        "{streaks:?}"
+    );
+    let fired = a.events.first().unwrap().fired_ms;
+    assert!(
+        streaks.iter().all(|s| s.first_ms + 10_000 > fired),
+        "the bad windows follow the rollout ({fired}): {streaks:?}"
+    );
+    // The new revision scaled out after the rollout (its own scaler, one polling interval in).
+    let new_rev = a.events.first().unwrap().new_revision.clone();
+    let rescaled = a.acc.system.iter().any(|e| {
+        e.reason == "SuccessfulRescale" && e.ts_ms > fired && Some(&e.revision) == new_rev.as_ref()
+    });
+    assert!(rescaled, "a SuccessfulRescale row after the rollout");
+    eprintln!(
+        "{lab}: streaks after the rollout: {:?}",
+        streaks
+            .iter()
+            .map(|s| (s.windows, s.worst_err_pct))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_under_autoscale_min_3_holds() {
+    let lab = "rollout-under-autoscale-min-3";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    let a = o.analysis.as_ref().unwrap();
+    assert_eq!(
+        a.verdict.verdict,
+        analysis::Outcome::Held,
+        "{:?}",
+        a.verdict.reasons
+    );
+    assert!(judged_streaks(&o).is_empty());
 }
