@@ -38,14 +38,21 @@ pub const LABEL_PID: &str = "probelab.pid";
 pub const LABEL_PID_START: &str = "probelab.pid-start";
 /// The host (kernel hostname) of that process: only a process on the same host can be checked.
 pub const LABEL_HOST: &str = "probelab.host";
+/// The PID namespace of that process (`/proc/self/ns/pid`, e.g. `pid:[4026531836]`): a pid means
+/// something only in its own namespace. The lab container (`deploy/local/compose.yaml`) shares
+/// the host's network, hence its hostname, but not its PID namespace: without this label its
+/// orphan sweep found no process behind the host's pids and removed the containers of runs
+/// still going on the host (seen in CI when the lab image test ran beside other lab tests).
+pub const LABEL_PIDNS: &str = "probelab.pidns";
 
 /// The labels naming this process as the owner ([`LABEL_PID`], [`LABEL_PID_START`],
-/// [`LABEL_HOST`]).
+/// [`LABEL_HOST`], [`LABEL_PIDNS`]).
 pub fn process_labels() -> Vec<(String, String)> {
     let pid = std::process::id();
     let mut v = vec![
         (LABEL_PID.to_string(), pid.to_string()),
         (LABEL_HOST.to_string(), hostname()),
+        (LABEL_PIDNS.to_string(), pid_namespace()),
     ];
     if let Some(start) = process_start(pid) {
         v.push((LABEL_PID_START.to_string(), start.to_string()));
@@ -115,6 +122,22 @@ async fn forward_logs(
     }
 }
 
+/// The initial PID namespace's inode (the kernel's `PROC_PID_INIT_INO`, 0xEFFFFFFC): the host's
+/// processes live there, a container's do not.
+const INITIAL_PID_NAMESPACE: &str = "pid:[4026531836]";
+
+/// Whether this process runs in the host's (initial) PID namespace.
+fn in_initial_pid_namespace() -> bool {
+    pid_namespace() == INITIAL_PID_NAMESPACE
+}
+
+/// This process's PID namespace (`pid:[<inode>]`), empty when it cannot be read.
+fn pid_namespace() -> String {
+    std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
@@ -130,14 +153,23 @@ pub fn process_start(pid: u32) -> Option<u64> {
 }
 
 /// Whether the process these labels name is gone: `true` only when they carry a pid of this host
-/// and that pid either does not exist or belongs to a process started at another time. Anything
-/// that cannot be checked (no pid label, another host) is treated as alive and left alone.
+/// and of this PID namespace, and that pid either does not exist or belongs to a process started
+/// at another time. Anything that cannot be checked (no pid label, another host, another PID
+/// namespace, or none recorded while ours is not the host's) is treated as alive and left alone.
 pub fn owner_gone(labels: &HashMap<String, String>) -> bool {
     let Some(pid) = labels.get(LABEL_PID).and_then(|p| p.parse::<u32>().ok()) else {
         return false;
     };
     if labels.get(LABEL_HOST).is_some_and(|h| *h != hostname()) {
         return false;
+    }
+    let ours = pid_namespace();
+    match labels.get(LABEL_PIDNS) {
+        Some(ns) if *ns != ours => return false,
+        // Labelled before the namespace was: checkable only from the initial namespace, whose
+        // pids the host's processes have (a container sees other pids).
+        None if !in_initial_pid_namespace() => return false,
+        _ => {}
     }
     match process_start(pid) {
         None => true,
@@ -525,5 +557,12 @@ mod tests {
             !owner_gone(&HashMap::new()),
             "no pid label: not ours to judge"
         );
+        // A pid of another PID namespace (what the lab container sees of the host's runs, or
+        // the host of the container's) means nothing here: alive, left alone.
+        let mut other_ns = dead.clone();
+        other_ns.insert(LABEL_PIDNS.into(), "pid:[1]".into());
+        assert!(!owner_gone(&other_ns), "another PID namespace's pid");
+        assert_eq!(mine.get(LABEL_PIDNS), Some(&pid_namespace()));
+        assert!(pid_namespace().starts_with("pid:["), "{}", pid_namespace());
     }
 }
