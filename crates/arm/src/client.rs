@@ -552,11 +552,7 @@ impl ArmClient {
     where
         F: FnOnce(&mut Template) -> Result<(), ArmError>,
     {
-        let current = self.get_app(scope, app).await?;
-        let mut template = Self::template_of(&current, app)?;
-        change(&mut template)?;
-        let body = serde_json::json!({ "properties": { "template": template } });
-        self.patch_app(scope, app, &body).await
+        self.update_app(scope, app, change, None).await
     }
 
     /// GET-modify-PATCH of an app's template and its `ingress.traffic` in one ARM call (how a
@@ -575,14 +571,31 @@ impl ArmClient {
     where
         F: FnOnce(&mut Template) -> Result<(), ArmError>,
     {
+        self.update_app(scope, app, change, Some(traffic)).await
+    }
+
+    /// The GET-modify-PATCH behind [`Self::update_app_template`] (`traffic` `None`: the template
+    /// alone) and [`Self::update_app_template_and_traffic`].
+    async fn update_app<F>(
+        &self,
+        scope: &Scope,
+        app: &str,
+        change: F,
+        traffic: Option<Vec<TrafficWeight>>,
+    ) -> Result<ContainerApp, ArmError>
+    where
+        F: FnOnce(&mut Template) -> Result<(), ArmError>,
+    {
         let current = self.get_app(scope, app).await?;
         let mut template = Self::template_of(&current, app)?;
         change(&mut template)?;
-        let ingress = Self::ingress_with(&current, app, traffic)?;
-        let body = serde_json::json!({ "properties": {
-            "template": template,
-            "configuration": { "ingress": ingress },
-        } });
+        let body = match traffic {
+            None => serde_json::json!({ "properties": { "template": template } }),
+            Some(traffic) => serde_json::json!({ "properties": {
+                "template": template,
+                "configuration": { "ingress": Self::ingress_with(&current, app, traffic)? },
+            } }),
+        };
         self.patch_app(scope, app, &body).await
     }
 

@@ -159,10 +159,7 @@ impl Actor {
         let split = lab::describe::traffic_text(app, traffic);
         self.timed(event, "revision", app, async {
             let edit = |template: &mut arm::models::Template| {
-                for (k, v) in &env {
-                    arm::client::set_env_in_template(template, Some(app), k, v)
-                        .or_else(|_| arm::client::set_env_in_template(template, None, k, v))?;
-                }
+                set_app_container_env(template, app, env.iter())?;
                 template.revision_suffix = Some(suffix.to_owned());
                 Ok(())
             };
@@ -360,10 +357,7 @@ impl Actor {
         let after = t
             .arm
             .update_app_template(&t.scope, app, |template| {
-                for (k, v) in env {
-                    arm::client::set_env_in_template(template, Some(app), k, v)
-                        .or_else(|_| arm::client::set_env_in_template(template, None, k, v))?;
-                }
+                set_app_container_env(template, app, env.iter().map(|(k, v)| (k, v)))?;
                 template.revision_suffix = Some(arm::fresh_revision_suffix());
                 Ok(())
             })
@@ -510,6 +504,20 @@ pub fn summary(actions: &[ActionRecord]) -> BTreeMap<String, (u32, u32)> {
         }
     }
     m
+}
+
+/// Sets each `(name, value)` on the app's container (the one named like the app, else the
+/// first), as the `rollout`, `set-env` and `revision` actions do.
+fn set_app_container_env<'a>(
+    template: &mut arm::models::Template,
+    app: &str,
+    env: impl Iterator<Item = (&'a String, &'a String)>,
+) -> Result<(), arm::ArmError> {
+    for (k, v) in env {
+        arm::client::set_env_in_template(template, Some(app), k, v)
+            .or_else(|_| arm::client::set_env_in_template(template, None, k, v))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
