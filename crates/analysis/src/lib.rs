@@ -196,7 +196,7 @@ pub fn compute_with_runs(
     files: Vec<PathBuf>,
 ) -> Analysis {
     let wms = acc.window_ms;
-    let (q2, runs) = rule::buckets_and_summaries(&acc, &lab, &rule);
+    let (q2, runs) = rule::buckets_and_summaries(&acc, &lab, runs_file.as_ref().ok(), &rule);
     let (streaks, longest) = rule::streaks(&q2, &rule, wms);
     let phases = rule::phases(&q2, &rule, &longest);
     let q2_name = format!("q2-buckets-{}s", rule.window_s);

@@ -855,3 +855,36 @@ fn canary_checks_pass_and_fail_at_their_bounds() {
     );
     assert_eq!(gate(&a, "rate within 1.5-2.5").status, Status::NotEvaluated);
 }
+
+/// An observation lab's runs carry their step's phase (`split`, from runs.json's step that ran
+/// `split-main`), not `other`, in Q1, Q2 and the findings.
+#[test]
+fn an_observation_labs_runs_show_their_steps_phase() {
+    let a = canary_pack(
+        CANARY_CHECKS,
+        &[1000; 3],
+        &[20; 3],
+        Some("web--canary"),
+        usize::MAX,
+    );
+    for name in ["q1-", "q2-buckets", "q2-errors-by-revision"] {
+        let t = a.table(name).unwrap();
+        assert!(!t.rows.is_empty(), "{name}");
+        for i in 0..t.rows.len() {
+            assert_eq!(t.get(i, "phase").unwrap(), "split", "{name} row {i}");
+        }
+    }
+    assert!(a.runs.iter().all(|r| r.phase == "split"));
+    // The fixture pack's lab has no steps: runs.json's step phases are used.
+    let a = run(LOAD_CHECKS);
+    let q1 = a.table("q1-").unwrap();
+    let phases: std::collections::BTreeSet<&str> = (0..q1.rows.len())
+        .map(|i| q1.get(i, "phase").unwrap().as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        ["baseline", "outage"].into_iter().collect(),
+        "{:?}",
+        q1.rows
+    );
+}
