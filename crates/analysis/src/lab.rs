@@ -392,6 +392,37 @@ mod tests {
         );
     }
 
+    /// Runs that once read as `other` (judged by default) now read as their step's phase: a lab
+    /// without `[rule] phases` judges those phases too, never the baseline or the preflight; a
+    /// lab that names its phases judges only those.
+    #[test]
+    fn default_judged_phases_take_in_the_step_phases() {
+        let steps = r#"
+            [[steps]]
+            name = "preflight"
+            phase = "preflight"
+            [[steps]]
+            name = "baseline"
+            phase = "baseline"
+            [[steps]]
+            name = "warmup"
+            phase = "warmup"
+            [[steps]]
+            name = "perturbation"
+            phase = "perturbation"
+            "#;
+        let rule = |extra: &str| {
+            let lab = LabFile::parse(&format!("{extra}\n{steps}")).unwrap();
+            crate::rule::Rule::default().with_lab(&lab).unwrap()
+        };
+        let default = rule("");
+        assert!(default.judges("warmup") && default.judges("perturbation"));
+        assert!(default.judges("other"));
+        assert!(!default.judges("baseline") && !default.judges("preflight"));
+        let named = rule("[rule]\nphases = [\"perturbation\"]");
+        assert_eq!(named.phases, ["perturbation"]);
+    }
+
     const WITH_QUICK: &str = r#"
         kind = "observation"
         [[checks]]
