@@ -534,6 +534,8 @@ pub struct PhaseRow {
     pub err: u64,
     pub worst_err_pct: f64,
     pub buckets_above: usize,
+    /// Windows with at least one error (an observation lab's measure: it has no threshold).
+    pub buckets_with_errors: usize,
     pub err_pct: f64,
     pub longest_streak: u32,
     pub judged: bool,
@@ -557,6 +559,7 @@ pub fn phases(rows: &[BucketRow], rule: &Rule, longest: &BTreeMap<String, u32>) 
             err: 0,
             worst_err_pct: 0.0,
             buckets_above: 0,
+            buckets_with_errors: 0,
             err_pct: 0.0,
             longest_streak: 0,
             judged: rule.judges(&r.phase),
@@ -573,6 +576,9 @@ pub fn phases(rows: &[BucketRow], rule: &Rule, longest: &BTreeMap<String, u32>) 
         p.worst_err_pct = p.worst_err_pct.max(r.err_pct);
         if r.is_bad(rule) {
             p.buckets_above += 1;
+        }
+        if r.err > 0 {
+            p.buckets_with_errors += 1;
         }
     }
     let mut out: Vec<PhaseRow> = map.into_values().collect();

@@ -888,3 +888,41 @@ fn an_observation_labs_runs_show_their_steps_phase() {
         q1.rows
     );
 }
+
+/// An observation lab has no falsification rule: its findings say what was measured (errors,
+/// windows with an error), never windows "above the threshold" of a rule it does not have.
+#[test]
+fn an_observation_labs_findings_speak_of_no_threshold() {
+    let a = canary_pack(
+        CANARY_CHECKS,
+        &[1000; 3],
+        &[20, 0, 25],
+        Some("web--canary"),
+        usize::MAX,
+    );
+    let texts: Vec<&str> = a.statements.iter().map(|s| s.text.as_str()).collect();
+    let split = texts
+        .iter()
+        .find(|t| t.starts_with("split: "))
+        .unwrap_or_else(|| panic!("no split finding: {texts:#?}"));
+    assert_eq!(
+        *split,
+        "split: 45 error(s) in 3000 requests (1.500 %) over 3 windows (1 run(s)); worst window 2.500 %, 2 window(s) with an error."
+    );
+    for t in &texts {
+        assert!(
+            !t.contains("above the threshold") && !t.contains("bad windows"),
+            "{t}"
+        );
+    }
+    assert!(
+        texts.iter().any(|t| t.starts_with(
+            "An observation lab has no falsification rule: its windows are measured, not judged against a threshold"
+        )),
+        "{texts:#?}"
+    );
+    // report.md says the same.
+    let md = analysis::report::render(&a, &[]);
+    assert!(md.contains("2 window(s) with an error"), "{md}");
+    assert!(!md.contains("above the threshold"));
+}
