@@ -182,7 +182,11 @@ fn timeline_section(h: &mut String, a: &Analysis) {
     h.push_str("<section id=\"timeline-section\">\n<h2>Timeline</h2>\n");
     match timeline_svg::lab(a) {
         Some(svg) => {
-            h.push_str("<p class=\"muted\">Every panel shares one clock; a red vertical line marks each perturbation event (hover for its id), red dots the windows above the threshold.</p>\n");
+            h.push_str(if a.lab.is_observation() {
+                "<p class=\"muted\">Every panel shares one clock; a red vertical line marks each perturbation event (hover for its id). An observation lab has no threshold: no window is marked.</p>\n"
+            } else {
+                "<p class=\"muted\">Every panel shares one clock; a red vertical line marks each perturbation event (hover for its id), red dots the windows above the threshold.</p>\n"
+            });
             h.push_str(&svg);
             h.push('\n');
         }

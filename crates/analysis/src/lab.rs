@@ -47,6 +47,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::Error;
+use crate::runs::RunsFile;
 
 /// Why a lab file's text could not be read as a [`LabFile`] (printed after the file's path by
 /// [`Error::Lab`]).
@@ -235,9 +236,12 @@ impl LabFile {
         }
     }
 
-    /// The phase of a run: the lab's `[phases]` prefixes first (longest prefix wins), then the
-    /// built-in prefixes, then `other`.
-    pub fn phase_of(&self, run_id: &str) -> String {
+    /// The phase of a run: the lab's `[phases]` prefixes first (longest prefix wins); then the
+    /// phase of the step whose load runs list it in `runs.json` (that step's `phase` in the lab
+    /// file, else in `runs.json`); then the lab's step phases as run id prefixes (`<phase>-`,
+    /// as the runner names runs; for logs without `runs.json`; longest wins); then the built-in
+    /// prefixes, then `other`.
+    pub fn phase_of(&self, run_id: &str, runs: Option<&RunsFile>) -> String {
         let mut best: Option<(&str, usize)> = None;
         for (name, p) in &self.phases {
             for prefix in p.iter() {
@@ -249,7 +253,44 @@ impl LabFile {
         if let Some((name, _)) = best {
             return name.to_owned();
         }
+        let recorded = runs.and_then(|r| {
+            r.steps
+                .iter()
+                .find(|s| s.runs.iter().any(|x| x.run_id == run_id))
+        });
+        if let Some(step) = recorded {
+            let in_lab = self
+                .steps
+                .iter()
+                .find(|s| s.name == step.name)
+                .and_then(|s| s.phase.as_deref());
+            match in_lab {
+                Some(p) if !p.is_empty() => return p.to_owned(),
+                _ if !step.phase.is_empty() => return step.phase.clone(),
+                _ => {}
+            }
+        }
+        let by_prefix = self
+            .steps
+            .iter()
+            .filter_map(|s| s.phase.as_deref())
+            .filter(|p| !p.is_empty() && run_id.starts_with(&format!("{p}-")))
+            .max_by_key(|p| p.len());
+        if let Some(p) = by_prefix {
+            return p.to_owned();
+        }
         default_phase(run_id).to_owned()
+    }
+
+    /// The phases of the lab's steps, each once, in step order.
+    pub fn step_phases(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for p in self.steps.iter().filter_map(|s| s.phase.as_deref()) {
+            if !p.is_empty() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
     }
 }
 
@@ -296,12 +337,90 @@ mod tests {
         .unwrap();
         assert_eq!(lab.rule.consecutive, Some(3));
         assert_eq!(lab.cap().unwrap(), Some(Level::StronglySuggested));
-        assert_eq!(lab.phase_of("warmup-1"), "baseline");
+        assert_eq!(lab.phase_of("warmup-1", None), "baseline");
         assert_eq!(
-            lab.phase_of("supplemental-restart-2"),
+            lab.phase_of("supplemental-restart-2", None),
             "supplemental-restart"
         );
-        assert_eq!(lab.phase_of("x"), "other");
+        assert_eq!(lab.phase_of("x", None), "other");
+    }
+
+    /// An observation lab's runs are named after its own step phases (`split-main-<stamp>`):
+    /// the phase is the step's, from runs.json's step that ran it or, without runs.json, from
+    /// the run id's prefix; `[phases]` still wins, and an unknown run is `other`.
+    #[test]
+    fn a_runs_phase_is_its_steps_phase() {
+        let lab = LabFile::parse(
+            r#"
+            kind = "observation"
+            [phases]
+            steady = "settle-"
+            [[steps]]
+            name = "baseline"
+            phase = "baseline"
+            [[steps]]
+            name = "split"
+            phase = "split"
+            [[steps]]
+            name = "split-late"
+            phase = "split-late"
+            [[steps]]
+            name = "steady"
+            phase = "steady"
+            "#,
+        )
+        .unwrap();
+        let runs = RunsFile::parse(
+            r#"{"started":"2026-01-01T00:00:00.000Z","steps":[
+                {"name":"split","phase":"split","start":"2026-01-01T00:00:00.000Z",
+                 "runs":[{"load":"main","run_id":"odd-name-1"}]},
+                {"name":"gone","phase":"gone-phase","start":"2026-01-01T00:00:00.000Z",
+                 "runs":[{"load":"main","run_id":"gone-main-1"}]}]}"#,
+        )
+        .unwrap();
+        let r = Some(&runs);
+        assert_eq!(lab.phase_of("odd-name-1", r), "split");
+        assert_eq!(lab.phase_of("gone-main-1", r), "gone-phase");
+        assert_eq!(lab.phase_of("split-main-20260101T000000Z", None), "split");
+        assert_eq!(lab.phase_of("split-late-main-1", None), "split-late");
+        assert_eq!(lab.phase_of("baseline-main-1", None), "baseline");
+        assert_eq!(lab.phase_of("settle-1", r), "steady");
+        assert_eq!(lab.phase_of("nothing-1", r), "other");
+        assert_eq!(
+            lab.step_phases(),
+            ["baseline", "split", "split-late", "steady"]
+        );
+    }
+
+    /// Runs that once read as `other` (judged by default) now read as their step's phase: a lab
+    /// without `[rule] phases` judges those phases too, never the baseline or the preflight; a
+    /// lab that names its phases judges only those.
+    #[test]
+    fn default_judged_phases_take_in_the_step_phases() {
+        let steps = r#"
+            [[steps]]
+            name = "preflight"
+            phase = "preflight"
+            [[steps]]
+            name = "baseline"
+            phase = "baseline"
+            [[steps]]
+            name = "warmup"
+            phase = "warmup"
+            [[steps]]
+            name = "perturbation"
+            phase = "perturbation"
+            "#;
+        let rule = |extra: &str| {
+            let lab = LabFile::parse(&format!("{extra}\n{steps}")).unwrap();
+            crate::rule::Rule::default().with_lab(&lab).unwrap()
+        };
+        let default = rule("");
+        assert!(default.judges("warmup") && default.judges("perturbation"));
+        assert!(default.judges("other"));
+        assert!(!default.judges("baseline") && !default.judges("preflight"));
+        let named = rule("[rule]\nphases = [\"perturbation\"]");
+        assert_eq!(named.phases, ["perturbation"]);
     }
 
     const WITH_QUICK: &str = r#"

@@ -196,7 +196,7 @@ pub fn compute_with_runs(
     files: Vec<PathBuf>,
 ) -> Analysis {
     let wms = acc.window_ms;
-    let (q2, runs) = rule::buckets_and_summaries(&acc, &lab, &rule);
+    let (q2, runs) = rule::buckets_and_summaries(&acc, &lab, runs_file.as_ref().ok(), &rule);
     let (streaks, longest) = rule::streaks(&q2, &rule, wms);
     let phases = rule::phases(&q2, &rule, &longest);
     let q2_name = format!("q2-buckets-{}s", rule.window_s);
@@ -320,6 +320,36 @@ fn cross_check_statements(runs: &[RunSummary]) -> Vec<Statement> {
     out
 }
 
+/// One phase's finding: a falsification lab's against its rule's threshold; an observation
+/// lab's (no rule) in what was measured only, its windows with an error.
+fn phase_statement(p: &rule::PhaseRow, observation: bool) -> String {
+    if observation {
+        format!(
+            "{}: {} error(s) in {} requests ({:.3} %) over {} windows ({} run(s)); worst window {:.3} %, {} window(s) with an error.",
+            p.phase,
+            p.err,
+            p.requests,
+            p.err_pct,
+            p.buckets,
+            p.runs.len(),
+            p.worst_err_pct,
+            p.buckets_with_errors
+        )
+    } else {
+        format!(
+            "{}: {} error(s) in {} requests over {} windows ({} run(s)); worst window {:.3} %, {} window(s) above the threshold, longest run of bad windows {}.",
+            p.phase,
+            p.err,
+            p.requests,
+            p.buckets,
+            p.runs.len(),
+            p.worst_err_pct,
+            p.buckets_above,
+            p.longest_streak
+        )
+    }
+}
+
 fn summary_statements(
     v: &Verdict,
     phases: &[rule::PhaseRow],
@@ -330,17 +360,13 @@ fn summary_statements(
     for p in phases {
         out.push(Statement::new(
             Level::Measured,
-            format!(
-                "{}: {} error(s) in {} requests over {} windows ({} run(s)); worst window {:.3} %, {} window(s) above the threshold, longest run of bad windows {}.",
-                p.phase,
-                p.err,
-                p.requests,
-                p.buckets,
-                p.runs.len(),
-                p.worst_err_pct,
-                p.buckets_above,
-                p.longest_streak
-            ),
+            phase_statement(p, observation),
+        ));
+    }
+    if observation && !phases.is_empty() {
+        out.push(Statement::new(
+            Level::Measured,
+            "An observation lab has no falsification rule: its windows are measured, not judged against a threshold; its checks decide the verdict.",
         ));
     }
     if !observation {

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::lab::LabFile;
 use crate::model::{Acc, ReqMode, RunData, new_hist, quantile_ms};
+use crate::runs::RunsFile;
 
 /// The falsification rule: K consecutive windows with err_pct strictly above the threshold.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -68,6 +69,15 @@ impl Rule {
         }
         if let Some(p) = &lab.rule.phases {
             self.phases = p.clone();
+        } else if self.phases == default_judged_phases() {
+            // A run of a step reads as its step's phase ([`LabFile::phase_of`]), where it once
+            // read as `other`: the default still judges everything but the baseline and the
+            // preflight.
+            for p in lab.step_phases() {
+                if !matches!(p, "baseline" | "preflight") && !self.judges(p) {
+                    self.phases.push(p.to_owned());
+                }
+            }
         }
         self.validate()?;
         Ok(self)
@@ -205,13 +215,14 @@ impl CrossCheck {
 pub fn buckets_and_summaries(
     acc: &Acc,
     lab: &LabFile,
+    runs: Option<&RunsFile>,
     rule: &Rule,
 ) -> (Vec<BucketRow>, Vec<RunSummary>) {
     let wms = acc.window_ms;
     let mut rows = Vec::new();
     let mut sums = Vec::new();
     for run in &acc.runs {
-        let phase = lab.phase_of(&run.run_id);
+        let phase = lab.phase_of(&run.run_id, runs);
         let use_buckets = !run.windows_from_reqs();
         let filled = gap_filled(run_windows(run, &phase, use_buckets), run, &phase, wms);
         // Totals and latency.
@@ -523,6 +534,8 @@ pub struct PhaseRow {
     pub err: u64,
     pub worst_err_pct: f64,
     pub buckets_above: usize,
+    /// Windows with at least one error (an observation lab's measure: it has no threshold).
+    pub buckets_with_errors: usize,
     pub err_pct: f64,
     pub longest_streak: u32,
     pub judged: bool,
@@ -546,6 +559,7 @@ pub fn phases(rows: &[BucketRow], rule: &Rule, longest: &BTreeMap<String, u32>) 
             err: 0,
             worst_err_pct: 0.0,
             buckets_above: 0,
+            buckets_with_errors: 0,
             err_pct: 0.0,
             longest_streak: 0,
             judged: rule.judges(&r.phase),
@@ -562,6 +576,9 @@ pub fn phases(rows: &[BucketRow], rule: &Rule, longest: &BTreeMap<String, u32>) 
         p.worst_err_pct = p.worst_err_pct.max(r.err_pct);
         if r.is_bad(rule) {
             p.buckets_above += 1;
+        }
+        if r.err > 0 {
+            p.buckets_with_errors += 1;
         }
     }
     let mut out: Vec<PhaseRow> = map.into_values().collect();

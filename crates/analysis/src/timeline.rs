@@ -95,9 +95,56 @@ pub fn transitions(acc: &Acc) -> Vec<Transition> {
     out
 }
 
+/// A traffic-weight change of one revision: consecutive samples of it (same perturbation id,
+/// app and revision, in time order) whose `traffic_weight` differs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WeightChange {
+    pub perturbation_id: String,
+    pub app: String,
+    pub revision: String,
+    /// The weight of the sample before.
+    pub from: u32,
+    /// The new weight.
+    pub to: u32,
+    /// The first sample showing the new weight.
+    pub ts_ms: i64,
+}
+
+/// Every traffic-weight change of a revision in the samples (the twin of the weight rows of
+/// `evidence/kql/q3-revision-timeline.kql`). A revision's first sample is no change: its
+/// appearance is the rollout transition's.
+pub fn weight_changes(acc: &Acc) -> Vec<WeightChange> {
+    let mut groups: BTreeMap<(String, String, String), Vec<&RevisionStateSample>> = BTreeMap::new();
+    for s in &acc.rev_samples {
+        let p = s.perturbation_id.clone().unwrap_or_else(|| "none".into());
+        groups
+            .entry((p, s.app.clone(), s.revision.clone()))
+            .or_default()
+            .push(s);
+    }
+    let mut out = Vec::new();
+    for ((p, app, revision), mut samples) in groups {
+        samples.sort_by_key(|s| s.ts.epoch_ms());
+        for w in samples.windows(2) {
+            if w[0].traffic_weight != w[1].traffic_weight {
+                out.push(WeightChange {
+                    perturbation_id: p.clone(),
+                    app: app.clone(),
+                    revision: revision.clone(),
+                    from: w[0].traffic_weight,
+                    to: w[1].traffic_weight,
+                    ts_ms: w[1].ts.epoch_ms(),
+                });
+            }
+        }
+    }
+    out
+}
+
 /// Q3: the revision timeline per perturbation, with transition rows: one per fired event of
 /// `runs.json` when there are any (its rollout transition or restart replica turnover, or why
-/// there is none), else one per (perturbation id, app) with a new revision in the samples.
+/// there is none), else one per (perturbation id, app) with a new revision in the samples; and
+/// one per traffic-weight change of a revision ([`weight_changes`]), with or without events.
 pub fn q3(acc: &Acc, events: &[Event]) -> Table {
     let mut t = Table::new(
         "q3-revision-timeline",
@@ -123,6 +170,7 @@ pub fn q3(acc: &Acc, events: &[Event]) -> Table {
     if events.is_empty() {
         rows.extend(transitions(acc).iter().map(q3_transition_row));
     }
+    rows.extend(weight_changes(acc).iter().map(q3_weight_row));
     rows.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
     for r in rows {
         t.push(r.3);
@@ -280,6 +328,36 @@ fn q3_transition_row(tr: &Transition) -> Q3Row {
                 ),
             }),
         ],
+    )
+}
+
+/// Q3's transition row of one traffic-weight change: the revision, its new weight in
+/// `traffic_weight`, both weights in `detail`, at the first sample showing the new weight.
+fn q3_weight_row(w: &WeightChange) -> Q3Row {
+    (
+        w.perturbation_id.clone(),
+        w.ts_ms,
+        2,
+        vec![
+            json!(w.perturbation_id),
+            json!(iso_ms(w.ts_ms)),
+            json!("transition"),
+            json!(w.app),
+            json!(w.revision),
+            Value::Null,
+            Value::Null,
+            json!(w.to),
+            Value::Null,
+            Value::Null,
+            json!(weight_detail(&w.revision, w.from, w.to)),
+        ],
+    )
+}
+
+/// The `detail` of a weight-change row; the KQL twin builds the same text with `strcat`.
+pub fn weight_detail(revision: &str, from: u32, to: u32) -> String {
+    format!(
+        "traffic weight of {revision} from {from} % to {to} %: first sample with the new weight"
     )
 }
 

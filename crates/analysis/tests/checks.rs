@@ -855,3 +855,74 @@ fn canary_checks_pass_and_fail_at_their_bounds() {
     );
     assert_eq!(gate(&a, "rate within 1.5-2.5").status, Status::NotEvaluated);
 }
+
+/// An observation lab's runs carry their step's phase (`split`, from runs.json's step that ran
+/// `split-main`), not `other`, in Q1, Q2 and the findings.
+#[test]
+fn an_observation_labs_runs_show_their_steps_phase() {
+    let a = canary_pack(
+        CANARY_CHECKS,
+        &[1000; 3],
+        &[20; 3],
+        Some("web--canary"),
+        usize::MAX,
+    );
+    for name in ["q1-", "q2-buckets", "q2-errors-by-revision"] {
+        let t = a.table(name).unwrap();
+        assert!(!t.rows.is_empty(), "{name}");
+        for i in 0..t.rows.len() {
+            assert_eq!(t.get(i, "phase").unwrap(), "split", "{name} row {i}");
+        }
+    }
+    assert!(a.runs.iter().all(|r| r.phase == "split"));
+    // The fixture pack's lab has no steps: runs.json's step phases are used.
+    let a = run(LOAD_CHECKS);
+    let q1 = a.table("q1-").unwrap();
+    let phases: std::collections::BTreeSet<&str> = (0..q1.rows.len())
+        .map(|i| q1.get(i, "phase").unwrap().as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        ["baseline", "outage"].into_iter().collect(),
+        "{:?}",
+        q1.rows
+    );
+}
+
+/// An observation lab has no falsification rule: its findings say what was measured (errors,
+/// windows with an error), never windows "above the threshold" of a rule it does not have.
+#[test]
+fn an_observation_labs_findings_speak_of_no_threshold() {
+    let a = canary_pack(
+        CANARY_CHECKS,
+        &[1000; 3],
+        &[20, 0, 25],
+        Some("web--canary"),
+        usize::MAX,
+    );
+    let texts: Vec<&str> = a.statements.iter().map(|s| s.text.as_str()).collect();
+    let split = texts
+        .iter()
+        .find(|t| t.starts_with("split: "))
+        .unwrap_or_else(|| panic!("no split finding: {texts:#?}"));
+    assert_eq!(
+        *split,
+        "split: 45 error(s) in 3000 requests (1.500 %) over 3 windows (1 run(s)); worst window 2.500 %, 2 window(s) with an error."
+    );
+    for t in &texts {
+        assert!(
+            !t.contains("above the threshold") && !t.contains("bad windows"),
+            "{t}"
+        );
+    }
+    assert!(
+        texts.iter().any(|t| t.starts_with(
+            "An observation lab has no falsification rule: its windows are measured, not judged against a threshold"
+        )),
+        "{texts:#?}"
+    );
+    // report.md says the same.
+    let md = analysis::report::render(&a, &[]);
+    assert!(md.contains("2 window(s) with an error"), "{md}");
+    assert!(!md.contains("above the threshold"));
+}

@@ -198,3 +198,50 @@ fn the_field_check_can_fail() {
     assert!(d_fields(r#"d.nope, d["count"], tod.x"#).contains("nope"));
     assert!(!printed_fields()["req"].contains("nope"));
 }
+
+/// The weight-change rows of q3-revision-timeline.kql follow the analysis's rule
+/// (`timeline::weight_changes`): consecutive samples of one (perturbation_id, app, revision) in
+/// time order whose traffic_weight differs, the later one kept; and their `detail` is the text
+/// `timeline::weight_detail` writes (the query's `strcat` evaluated here on one change). No KQL
+/// engine runs in the tests, so this pins the query's text to the Rust rule.
+#[test]
+fn q3_query_finds_weight_changes_as_the_analysis_does() {
+    let q = std::fs::read_to_string(kql_dir().join("q3-revision-timeline.kql")).unwrap();
+    let flat: String = q.split_whitespace().collect::<Vec<_>>().join(" ");
+    for part in [
+        r#"where kind == "RevisionStateSample" | sort by perturbation_id asc, app asc, revision asc, ts asc"#,
+        "extend from_weight = prev(traffic_weight),",
+        "same_revision = perturbation_id == prev(perturbation_id) and app == prev(app) and revision == prev(revision)",
+        "where same_revision and traffic_weight != from_weight",
+        r#"project ts, perturbation_id, kind = "transition", app, revision, traffic_weight,"#,
+        "union rows, weight_changes",
+    ] {
+        assert!(flat.contains(part), "q3 query lacks {part:?}");
+    }
+    // Evaluate the detail's strcat: string literals and the three columns it names.
+    let at = flat.find("detail = strcat(").unwrap() + "detail = strcat(".len();
+    let args = &flat[at..at + flat[at..].find(");").unwrap()];
+    let mut detail = String::new();
+    let mut rest = args;
+    while !rest.is_empty() {
+        rest = rest.trim_start_matches([',', ' ']);
+        if let Some(r) = rest.strip_prefix('"') {
+            let end = r.find('"').unwrap();
+            detail.push_str(&r[..end]);
+            rest = &r[end + 1..];
+        } else {
+            let end = rest.find(',').unwrap_or(rest.len());
+            detail.push_str(match rest[..end].trim() {
+                "revision" => "subject--canary",
+                "from_weight" => "0",
+                "traffic_weight" => "10",
+                other => panic!("strcat names {other:?}"),
+            });
+            rest = &rest[end..];
+        }
+    }
+    assert_eq!(
+        detail,
+        analysis::timeline::weight_detail("subject--canary", 0, 10)
+    );
+}

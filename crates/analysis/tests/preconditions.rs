@@ -524,10 +524,19 @@ fn a_restart_is_observed_by_its_replacement_replicas() {
     // first tick with the replacement (T0+76) -> first tick without the old replica (T0+86).
     assert_eq!(e.transition_s, Some(10.0));
     let q3 = a.table("q3-").unwrap();
-    let transitions = (0..q3.rows.len())
+    // Weight changes have transition rows of their own (the rollout moves r1 100 -> 0 and
+    // r2 0 -> 100); the rest is one per event.
+    let (weights, per_event): (Vec<usize>, Vec<usize>) = (0..q3.rows.len())
         .filter(|&i| q3.get(i, "row_type").unwrap() == "transition")
-        .count();
-    assert_eq!(transitions, 2, "one transition row per event");
+        .partition(|&i| {
+            q3.get(i, "detail")
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .starts_with("traffic weight of ")
+        });
+    assert_eq!(per_event.len(), 2, "one transition row per event");
+    assert_eq!(weights.len(), 2, "r1 and r2 each change weight once");
 
     // Azure: the old replica is still listed, but a ManuallyStopped row says it stopped.
     let pack = restart_pack(None, true);

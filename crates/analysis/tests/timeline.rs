@@ -1,7 +1,8 @@
 //! The shared-time-axis timeline and report.html on the real quick rollout pack
 //! (`fixtures/quick-rollout-pack`): markers cross every panel, every element sits on one clock,
 //! system-event dots sit on their row's label, and the per-event table renders hand-built
-//! `EventSummary` values.
+//! `EventSummary` values; and Q3's transition rows for traffic-weight changes on packs of
+//! revision samples written here.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -292,4 +293,89 @@ fn a_rollout_pack_draws_its_rule_threshold() {
     let svg = timeline_svg::lab(&quick()).unwrap();
     assert_eq!(tags(&svg, r#"<line class="threshold""#).len(), 1);
     assert!(svg.contains("threshold 0.5 %"));
+}
+
+/// A pack of revision samples only: ticks 2 s apart from 2026-07-01T10:00:00Z, each tick's
+/// `(revision, traffic_weight)` pairs of app `subject`, all under one perturbation id.
+fn weights_pack(ticks: &[&[(&str, u32)]]) -> Analysis {
+    let t0 = 1_782_900_000_000_i64;
+    let mut text = String::new();
+    for (i, revs) in ticks.iter().enumerate() {
+        let ts = labkit::Timestamp::from_epoch_ms(t0 + 2_000 * i as i64).to_rfc3339_ms();
+        for (rev, w) in *revs {
+            text.push_str(&format!(
+                r#"{{"kind":"RevisionStateSample","ts":"{ts}","perturbation_id":"split-event-1","sampler":"perturbation-sampler","tick":{i},"app":"subject","revision":"{rev}","active":true,"replicas":1,"traffic_weight":{w},"provisioning_state":"Provisioned"}}"#
+            ));
+            text.push('\n');
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("sampler.ndjson"), text).unwrap();
+    analyze(&[tmp.path().to_path_buf()], &Options::default()).unwrap()
+}
+
+/// Q3's transition rows as (ts, revision, traffic_weight, detail).
+fn q3_transitions(a: &Analysis) -> Vec<(String, String, Option<u64>, String)> {
+    let q3 = a.table("q3-").unwrap();
+    (0..q3.rows.len())
+        .filter(|&i| q3.get(i, "row_type").unwrap() == "transition")
+        .map(|i| {
+            let s = |c: &str| q3.get(i, c).unwrap().as_str().unwrap().to_owned();
+            (
+                s("ts"),
+                s("revision"),
+                q3.get(i, "traffic_weight").unwrap().as_u64(),
+                s("detail"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn q3_has_a_transition_row_per_traffic_weight_change() {
+    let before: &[(&str, u32)] = &[("subject--stable", 100), ("subject--canary", 0)];
+    let after: &[(&str, u32)] = &[("subject--stable", 90), ("subject--canary", 10)];
+    let a = weights_pack(&[before, before, before, after, after]);
+    // Both revisions change at the fourth tick (10:00:06), the first sample with 90/10.
+    let ts = "2026-07-01T10:00:06.000Z".to_owned();
+    assert_eq!(
+        q3_transitions(&a),
+        [
+            (
+                ts.clone(),
+                "subject--canary".to_owned(),
+                Some(10),
+                "traffic weight of subject--canary from 0 % to 10 %: first sample with the new weight"
+                    .to_owned()
+            ),
+            (
+                ts,
+                "subject--stable".to_owned(),
+                Some(90),
+                "traffic weight of subject--stable from 100 % to 90 %: first sample with the new weight"
+                    .to_owned()
+            ),
+        ]
+    );
+    // And a weight that goes back is a change too (the blue/green flip and back).
+    let a = weights_pack(&[before, after, before]);
+    assert_eq!(q3_transitions(&a).len(), 4);
+}
+
+#[test]
+fn q3_has_no_weight_transition_when_the_weights_stay() {
+    let split: &[(&str, u32)] = &[("subject--stable", 90), ("subject--canary", 10)];
+    let a = weights_pack(&[split, split, split, split]);
+    assert_eq!(q3_transitions(&a), []);
+    // A revision's first sample is its appearance, not a weight change.
+    let one: &[(&str, u32)] = &[("subject--stable", 100)];
+    let two: &[(&str, u32)] = &[("subject--stable", 100), ("subject--canary", 0)];
+    let a = weights_pack(&[one, two, two]);
+    assert!(
+        q3_transitions(&a)
+            .iter()
+            .all(|t| !t.3.starts_with("traffic weight")),
+        "{:?}",
+        q3_transitions(&a)
+    );
 }
