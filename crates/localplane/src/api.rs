@@ -617,6 +617,7 @@ fn parse_app_body(body: Value) -> Result<AppBody, ArmError> {
         ));
     };
     crate::traffic::check_raw_weights(props)?;
+    crate::retention::check_raw(props)?;
     let app: appmodel::ContainerApp = from_json(&body, "")?;
     let template_typed = app.properties.template.unwrap_or_default();
     let configuration = app.properties.configuration;

@@ -8,7 +8,9 @@
 //! by the controller, and no revision autoscales (each runs `minReplicas`, at least 1).
 //!
 //! In both modes each change of a revision's traffic weight writes a `RevisionUpdate` system
-//! row worded as Learn lists it (`Setting a traffic weight of N% for revision R`).
+//! row worded as Learn lists it (`Setting a traffic weight of N% for revision R`), and each
+//! controller pass starts by purging the inactive revisions beyond `maxInactiveRevisions`
+//! ([`crate::retention`]; no system row).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -151,6 +153,50 @@ impl App {
 
     pub fn latest(&self) -> Option<&Revision> {
         self.revisions.last()
+    }
+
+    /// Removes the inactive revisions beyond `configuration.maxInactiveRevisions` that
+    /// [`crate::retention::select`] picks (oldest by creation first; never the latest, single
+    /// mode's serving revision, one a `revisionName` rule names, or one with a replica still
+    /// running or stopping) and returns their names. Revision indices held before this call are
+    /// stale after it. No system row is written: Azure's for a purge is not known.
+    pub fn purge_inactive(&mut self) -> Vec<String> {
+        let latest = self.revisions.len().checked_sub(1);
+        // Oldest first by creation (a stable sort: ties keep the order they were added in).
+        let mut order: Vec<usize> = (0..self.revisions.len()).collect();
+        order.sort_by_key(|&i| self.revisions[i].created);
+        let named = |name: &str| {
+            self.traffic_rev
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case(name))
+                || self.traffic_rules.iter().any(|rule| {
+                    matches!(&rule.target, crate::traffic::Target::Revision(n) if n.eq_ignore_ascii_case(name))
+                })
+        };
+        let candidates: Vec<crate::retention::Candidate> = order
+            .iter()
+            .map(|&i| {
+                let r = &self.revisions[i];
+                crate::retention::Candidate {
+                    inactive: !r.active,
+                    pinned: Some(i) == latest || named(&r.name),
+                    live: r.replicas.iter().any(|x| !x.is_done()),
+                }
+            })
+            .collect();
+        let limit = crate::retention::limit(&self.properties);
+        let mut gone: Vec<usize> = crate::retention::select(&candidates, limit)
+            .into_iter()
+            .filter_map(|j| order.get(j).copied())
+            .collect();
+        // Highest index first, so the indices still to remove stay valid.
+        gone.sort_unstable_by(|a, b| b.cmp(a));
+        let mut names: Vec<String> = gone
+            .into_iter()
+            .map(|i| self.revisions.remove(i).name)
+            .collect();
+        names.reverse();
+        names
     }
 
     /// Multiple mode: each revision's weight and the labels (`(label, revision index)`) the
@@ -625,9 +671,17 @@ impl Plane {
             st.scalers.retain(|k, _| !k.starts_with(&prefix));
             return false;
         };
-        // Drop finished replicas.
+        // Drop finished replicas, then the inactive revisions beyond the app's limit (before
+        // any revision index below is computed).
         for r in &mut app.revisions {
             r.replicas.retain(|x| !x.is_done());
+        }
+        let purged = app.purge_inactive();
+        for rev in &purged {
+            st.scalers.remove(&scaler_key(&app.name, rev));
+        }
+        if !purged.is_empty() {
+            tracing::debug!(app = %app.name, revisions = ?purged, "purged inactive revisions");
         }
         // Only the serving revision scales; other revisions' scalers go. Multiple mode has
         // none: its revisions run their initial count.
@@ -684,6 +738,10 @@ impl Plane {
             }
         }
         set_routes(app);
+        drop(guard);
+        if !purged.is_empty() {
+            self.persist();
+        }
         true
     }
 
