@@ -285,7 +285,7 @@ fn env_json(e: &EnvRes) -> Value {
     let mut props = e.properties.clone();
     if let Some(p) = props.as_object_mut() {
         p.insert("provisioningState".into(), json!("Succeeded"));
-        p.insert("defaultDomain".into(), json!("localplane.internal"));
+        p.insert("defaultDomain".into(), json!(crate::plane::DEFAULT_DOMAIN));
         p.insert("staticIp".into(), json!("127.0.0.1"));
     }
     json!({

@@ -32,6 +32,13 @@ use crate::replica::{Replica, SupCtx, supervise};
 use crate::runtime::{LABEL_MANAGED, LaunchSpec, Runtime};
 use crate::scaler::{Change, Scaler};
 
+/// Every environment's `defaultDomain` (its GET), the domain of the label host names.
+pub const DEFAULT_DOMAIN: &str = "localplane.internal";
+
+/// The localplane extension on a labelled `ingress.traffic[]` entry of an app GET (multiple
+/// mode, with ingress): `{"host": <label host name>, "url": "http://127.0.0.1:<port>"}`.
+pub const LABEL_EXTENSION: &str = "localplaneLabel";
+
 /// Operations that never see their revision become ready fail after this long.
 pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -238,7 +245,16 @@ impl App {
         }
     }
 
-    /// Multiple mode: `configuration.ingress.traffic` as the rules say (a GET's view).
+    /// The host name of label `label`'s URL, `<app>---<label>.<environment default domain>`, as
+    /// Container Apps names it and as [`crate::traffic::split_host`] reads it.
+    pub fn label_host(&self, label: &str) -> String {
+        format!("{}---{label}.{DEFAULT_DOMAIN}", self.name)
+    }
+
+    /// Multiple mode: `configuration.ingress.traffic` as the rules say (a GET's view). An entry
+    /// with a `label` also carries localplane's extension `localplaneLabel` when the app has
+    /// ingress: `host`, the label host name to send as `Host`, and `url`, the address to send
+    /// it to (the app's ingress port); the ARM spec has no per-label FQDN field.
     fn traffic_json(&self) -> Value {
         if self.traffic_rules.is_empty() {
             return json!([{"weight": 100, "latestRevision": true}]);
@@ -256,6 +272,12 @@ impl App {
                 e["weight"] = json!(r.weight);
                 if let Some(l) = &r.label {
                     e["label"] = json!(l);
+                    if let Some(port) = self.ingress_port {
+                        e[LABEL_EXTENSION] = json!({
+                            "host": self.label_host(l),
+                            "url": format!("http://127.0.0.1:{port}"),
+                        });
+                    }
                 }
                 e
             })

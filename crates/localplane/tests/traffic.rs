@@ -2,8 +2,8 @@
 //! traffic rules checked on PUT/PATCH with the service's error shape, a new revision started
 //! without traffic, an exact 90/10 split by smooth weighted round-robin, label host names,
 //! deactivation refused while a revision has weight, the system rows of weight changes (both
-//! modes), session affinity (`stickySessions`, single mode only) and the purge of inactive
-//! revisions beyond `maxInactiveRevisions` (both modes).
+//! modes), session affinity (`stickySessions`, single mode only), the label host names an app
+//! GET lists, and the purge of inactive revisions beyond `maxInactiveRevisions` (both modes).
 
 #![allow(clippy::unwrap_used)]
 
@@ -90,6 +90,53 @@ async fn tally(lab: &Lab, fqdn: &str, host: Option<&str>, n: usize) -> Vec<(Stri
     m.into_iter().collect()
 }
 
+/// The environment's `defaultDomain` (its GET), after a PUT of environment `env`.
+async fn default_domain(lab: &Lab) -> String {
+    let url = format!(
+        "{}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env?{AV}",
+        lab.base
+    );
+    let (code, _, v) = lab
+        .call(
+            "PUT",
+            &url,
+            Some(json!({"location": "local", "properties": {}})),
+        )
+        .await;
+    assert!(code == 200 || code == 201, "{v}");
+    let (code, _, v) = lab.call("GET", &url, None).await;
+    assert_eq!(code, 200, "{v}");
+    v["properties"]["defaultDomain"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The app GET's labels as `(label, host name, address)`: the `localplaneLabel` extension of
+/// each labelled `ingress.traffic` entry (`url` without its `http://`). The GET must still
+/// read as the wire model `arm` uses, the extension kept among the entry's unknown fields.
+async fn label_hosts(lab: &Lab) -> Vec<(String, String, String)> {
+    let (code, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url(APP)), None)
+        .await;
+    assert_eq!(code, 200, "{v}");
+    let typed: appmodel::ContainerApp = serde_json::from_value(v.clone()).unwrap();
+    let ingress = typed.properties.configuration.unwrap().ingress.unwrap();
+    ingress
+        .traffic
+        .iter()
+        .filter_map(|t| {
+            let ext = t.extra.get("localplaneLabel")?;
+            let url = ext["url"].as_str().unwrap();
+            Some((
+                t.label.clone().unwrap(),
+                ext["host"].as_str().unwrap().to_string(),
+                url.strip_prefix("http://").unwrap().to_string(),
+            ))
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multiple_mode_splits_by_weight_routes_labels_and_guards_deactivation() {
     let lab = Lab::process().await;
@@ -168,29 +215,34 @@ async fn multiple_mode_splits_by_weight_routes_labels_and_guards_deactivation() 
     )
     .await;
     assert_eq!(tally(&lab, &fqdn, None, 20).await, vec![(v1.clone(), 20)]);
-    // Labels: only the labelled revision answers; an unknown label is a 404.
-    let green = format!("{APP}---green.localplane");
+    // Labels: the GET lists each label's host name and address (localplane's extension);
+    // sent there, only the labelled revision answers; an unknown label is a 404.
+    let hosts = label_hosts(&lab).await;
+    let domain = default_domain(&lab).await;
     assert_eq!(
-        tally(&lab, &fqdn, Some(&green), 10).await,
+        hosts,
+        vec![
+            (
+                "blue".into(),
+                format!("{APP}---blue.{domain}"),
+                fqdn.clone()
+            ),
+            (
+                "green".into(),
+                format!("{APP}---green.{domain}"),
+                fqdn.clone()
+            ),
+        ]
+    );
+    let (_, green, url) = &hosts[1];
+    assert_eq!(
+        tally(&lab, url, Some(green), 10).await,
         vec![(v2.clone(), 10)]
     );
-    let blue = format!("{APP}---blue.localplane");
-    assert_eq!(
-        tally(&lab, &fqdn, Some(&blue), 5).await,
-        vec![(v1.clone(), 5)]
-    );
-    let nope = format!("{APP}---nope.localplane");
+    let (_, blue, url) = &hosts[0];
+    assert_eq!(tally(&lab, url, Some(blue), 5).await, vec![(v1.clone(), 5)]);
+    let nope = format!("{APP}---nope.{domain}");
     assert_eq!(hit(&lab, &fqdn, Some(&nope)).await.0, 404);
-    let (_, _, v) = lab
-        .call("GET", &format!("{}?{AV}", lab.app_url(APP)), None)
-        .await;
-    let labels: Vec<&str> = v["properties"]["configuration"]["ingress"]["traffic"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["label"].as_str())
-        .collect();
-    assert_eq!(labels, vec!["blue", "green"], "{v}");
 
     // 90/10 by PATCH (application scope: no new revision): exactly 90/10 over 100 requests.
     let split = json!({"properties": {"configuration": {"ingress": {"traffic": [
