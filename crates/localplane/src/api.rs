@@ -285,7 +285,7 @@ fn env_json(e: &EnvRes) -> Value {
     let mut props = e.properties.clone();
     if let Some(p) = props.as_object_mut() {
         p.insert("provisioningState".into(), json!("Succeeded"));
-        p.insert("defaultDomain".into(), json!("localplane.internal"));
+        p.insert("defaultDomain".into(), json!(crate::plane::DEFAULT_DOMAIN));
         p.insert("staticIp".into(), json!("127.0.0.1"));
     }
     json!({
@@ -617,6 +617,7 @@ fn parse_app_body(body: Value) -> Result<AppBody, ArmError> {
         ));
     };
     crate::traffic::check_raw_weights(props)?;
+    crate::retention::check_raw(props)?;
     let app: appmodel::ContainerApp = from_json(&body, "")?;
     let template_typed = app.properties.template.unwrap_or_default();
     let configuration = app.properties.configuration;

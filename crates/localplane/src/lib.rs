@@ -22,6 +22,7 @@ pub mod persist;
 pub mod plane;
 pub mod prober;
 pub mod replica;
+pub mod retention;
 pub mod runtime;
 pub mod scaler;
 pub mod timings;

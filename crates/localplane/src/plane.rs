@@ -8,7 +8,9 @@
 //! by the controller, and no revision autoscales (each runs `minReplicas`, at least 1).
 //!
 //! In both modes each change of a revision's traffic weight writes a `RevisionUpdate` system
-//! row worded as Learn lists it (`Setting a traffic weight of N% for revision R`).
+//! row worded as Learn lists it (`Setting a traffic weight of N% for revision R`), and each
+//! controller pass starts by purging the inactive revisions beyond `maxInactiveRevisions`
+//! ([`crate::retention`]; no system row).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -29,6 +31,13 @@ use crate::model::{IngressSpec, Knobs, ReadyPolicy, TemplateSpec};
 use crate::replica::{Replica, SupCtx, supervise};
 use crate::runtime::{LABEL_MANAGED, LaunchSpec, Runtime};
 use crate::scaler::{Change, Scaler};
+
+/// Every environment's `defaultDomain` (its GET), the domain of the label host names.
+pub const DEFAULT_DOMAIN: &str = "localplane.internal";
+
+/// The localplane extension on a labelled `ingress.traffic[]` entry of an app GET (multiple
+/// mode, with ingress): `{"host": <label host name>, "url": "http://127.0.0.1:<port>"}`.
+pub const LABEL_EXTENSION: &str = "localplaneLabel";
 
 /// Operations that never see their revision become ready fail after this long.
 pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(600);
@@ -153,6 +162,50 @@ impl App {
         self.revisions.last()
     }
 
+    /// Removes the inactive revisions beyond `configuration.maxInactiveRevisions` that
+    /// [`crate::retention::select`] picks (oldest by creation first; never the latest, single
+    /// mode's serving revision, one a `revisionName` rule names, or one with a replica still
+    /// running or stopping) and returns their names. Revision indices held before this call are
+    /// stale after it. No system row is written: Azure's for a purge is not known.
+    pub fn purge_inactive(&mut self) -> Vec<String> {
+        let latest = self.revisions.len().checked_sub(1);
+        // Oldest first by creation (a stable sort: ties keep the order they were added in).
+        let mut order: Vec<usize> = (0..self.revisions.len()).collect();
+        order.sort_by_key(|&i| self.revisions[i].created);
+        let named = |name: &str| {
+            self.traffic_rev
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case(name))
+                || self.traffic_rules.iter().any(|rule| {
+                    matches!(&rule.target, crate::traffic::Target::Revision(n) if n.eq_ignore_ascii_case(name))
+                })
+        };
+        let candidates: Vec<crate::retention::Candidate> = order
+            .iter()
+            .map(|&i| {
+                let r = &self.revisions[i];
+                crate::retention::Candidate {
+                    inactive: !r.active,
+                    pinned: Some(i) == latest || named(&r.name),
+                    live: r.replicas.iter().any(|x| !x.is_done()),
+                }
+            })
+            .collect();
+        let limit = crate::retention::limit(&self.properties);
+        let mut gone: Vec<usize> = crate::retention::select(&candidates, limit)
+            .into_iter()
+            .filter_map(|j| order.get(j).copied())
+            .collect();
+        // Highest index first, so the indices still to remove stay valid.
+        gone.sort_unstable_by(|a, b| b.cmp(a));
+        let mut names: Vec<String> = gone
+            .into_iter()
+            .map(|i| self.revisions.remove(i).name)
+            .collect();
+        names.reverse();
+        names
+    }
+
     /// Multiple mode: each revision's weight and the labels (`(label, revision index)`) the
     /// traffic rules give now; no rules means all traffic to the latest revision.
     /// `latestRevision` is the latest active revision that is provisioned (so traffic moves to
@@ -192,7 +245,16 @@ impl App {
         }
     }
 
-    /// Multiple mode: `configuration.ingress.traffic` as the rules say (a GET's view).
+    /// The host name of label `label`'s URL, `<app>---<label>.<environment default domain>`, as
+    /// Container Apps names it and as [`crate::traffic::split_host`] reads it.
+    pub fn label_host(&self, label: &str) -> String {
+        format!("{}---{label}.{DEFAULT_DOMAIN}", self.name)
+    }
+
+    /// Multiple mode: `configuration.ingress.traffic` as the rules say (a GET's view). An entry
+    /// with a `label` also carries localplane's extension `localplaneLabel` when the app has
+    /// ingress: `host`, the label host name to send as `Host`, and `url`, the address to send
+    /// it to (the app's ingress port); the ARM spec has no per-label FQDN field.
     fn traffic_json(&self) -> Value {
         if self.traffic_rules.is_empty() {
             return json!([{"weight": 100, "latestRevision": true}]);
@@ -210,6 +272,12 @@ impl App {
                 e["weight"] = json!(r.weight);
                 if let Some(l) = &r.label {
                     e["label"] = json!(l);
+                    if let Some(port) = self.ingress_port {
+                        e[LABEL_EXTENSION] = json!({
+                            "host": self.label_host(l),
+                            "url": format!("http://127.0.0.1:{port}"),
+                        });
+                    }
                 }
                 e
             })
@@ -625,9 +693,17 @@ impl Plane {
             st.scalers.retain(|k, _| !k.starts_with(&prefix));
             return false;
         };
-        // Drop finished replicas.
+        // Drop finished replicas, then the inactive revisions beyond the app's limit (before
+        // any revision index below is computed).
         for r in &mut app.revisions {
             r.replicas.retain(|x| !x.is_done());
+        }
+        let purged = app.purge_inactive();
+        for rev in &purged {
+            st.scalers.remove(&scaler_key(&app.name, rev));
+        }
+        if !purged.is_empty() {
+            tracing::debug!(app = %app.name, revisions = ?purged, "purged inactive revisions");
         }
         // Only the serving revision scales; other revisions' scalers go. Multiple mode has
         // none: its revisions run their initial count.
@@ -684,6 +760,10 @@ impl Plane {
             }
         }
         set_routes(app);
+        drop(guard);
+        if !purged.is_empty() {
+            self.persist();
+        }
         true
     }
 

@@ -2,7 +2,8 @@
 //! traffic rules checked on PUT/PATCH with the service's error shape, a new revision started
 //! without traffic, an exact 90/10 split by smooth weighted round-robin, label host names,
 //! deactivation refused while a revision has weight, the system rows of weight changes (both
-//! modes) and session affinity (`stickySessions`, single mode only).
+//! modes), session affinity (`stickySessions`, single mode only), the label host names an app
+//! GET lists, and the purge of inactive revisions beyond `maxInactiveRevisions` (both modes).
 
 #![allow(clippy::unwrap_used)]
 
@@ -89,6 +90,53 @@ async fn tally(lab: &Lab, fqdn: &str, host: Option<&str>, n: usize) -> Vec<(Stri
     m.into_iter().collect()
 }
 
+/// The environment's `defaultDomain` (its GET), after a PUT of environment `env`.
+async fn default_domain(lab: &Lab) -> String {
+    let url = format!(
+        "{}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env?{AV}",
+        lab.base
+    );
+    let (code, _, v) = lab
+        .call(
+            "PUT",
+            &url,
+            Some(json!({"location": "local", "properties": {}})),
+        )
+        .await;
+    assert!(code == 200 || code == 201, "{v}");
+    let (code, _, v) = lab.call("GET", &url, None).await;
+    assert_eq!(code, 200, "{v}");
+    v["properties"]["defaultDomain"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The app GET's labels as `(label, host name, address)`: the `localplaneLabel` extension of
+/// each labelled `ingress.traffic` entry (`url` without its `http://`). The GET must still
+/// read as the wire model `arm` uses, the extension kept among the entry's unknown fields.
+async fn label_hosts(lab: &Lab) -> Vec<(String, String, String)> {
+    let (code, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url(APP)), None)
+        .await;
+    assert_eq!(code, 200, "{v}");
+    let typed: appmodel::ContainerApp = serde_json::from_value(v.clone()).unwrap();
+    let ingress = typed.properties.configuration.unwrap().ingress.unwrap();
+    ingress
+        .traffic
+        .iter()
+        .filter_map(|t| {
+            let ext = t.extra.get("localplaneLabel")?;
+            let url = ext["url"].as_str().unwrap();
+            Some((
+                t.label.clone().unwrap(),
+                ext["host"].as_str().unwrap().to_string(),
+                url.strip_prefix("http://").unwrap().to_string(),
+            ))
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multiple_mode_splits_by_weight_routes_labels_and_guards_deactivation() {
     let lab = Lab::process().await;
@@ -167,29 +215,34 @@ async fn multiple_mode_splits_by_weight_routes_labels_and_guards_deactivation() 
     )
     .await;
     assert_eq!(tally(&lab, &fqdn, None, 20).await, vec![(v1.clone(), 20)]);
-    // Labels: only the labelled revision answers; an unknown label is a 404.
-    let green = format!("{APP}---green.localplane");
+    // Labels: the GET lists each label's host name and address (localplane's extension);
+    // sent there, only the labelled revision answers; an unknown label is a 404.
+    let hosts = label_hosts(&lab).await;
+    let domain = default_domain(&lab).await;
     assert_eq!(
-        tally(&lab, &fqdn, Some(&green), 10).await,
+        hosts,
+        vec![
+            (
+                "blue".into(),
+                format!("{APP}---blue.{domain}"),
+                fqdn.clone()
+            ),
+            (
+                "green".into(),
+                format!("{APP}---green.{domain}"),
+                fqdn.clone()
+            ),
+        ]
+    );
+    let (_, green, url) = &hosts[1];
+    assert_eq!(
+        tally(&lab, url, Some(green), 10).await,
         vec![(v2.clone(), 10)]
     );
-    let blue = format!("{APP}---blue.localplane");
-    assert_eq!(
-        tally(&lab, &fqdn, Some(&blue), 5).await,
-        vec![(v1.clone(), 5)]
-    );
-    let nope = format!("{APP}---nope.localplane");
+    let (_, blue, url) = &hosts[0];
+    assert_eq!(tally(&lab, url, Some(blue), 5).await, vec![(v1.clone(), 5)]);
+    let nope = format!("{APP}---nope.{domain}");
     assert_eq!(hit(&lab, &fqdn, Some(&nope)).await.0, 404);
-    let (_, _, v) = lab
-        .call("GET", &format!("{}?{AV}", lab.app_url(APP)), None)
-        .await;
-    let labels: Vec<&str> = v["properties"]["configuration"]["ingress"]["traffic"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["label"].as_str())
-        .collect();
-    assert_eq!(labels, vec!["blue", "green"], "{v}");
 
     // 90/10 by PATCH (application scope: no new revision): exactly 90/10 over 100 requests.
     let split = json!({"properties": {"configuration": {"ingress": {"traffic": [
@@ -524,5 +577,240 @@ async fn sticky_sessions_keep_a_client_on_its_replica_in_single_mode() {
         seen.insert(rep);
     }
     assert_eq!(seen.len(), 2, "{seen:?}");
+    lab.stop().await;
+}
+
+/// App `app` in mode `mode` at revision suffix `suffix` (generation `generation`), with
+/// `maxInactiveRevisions` `max` (unset when `None`) and `traffic` (none when null).
+fn retention_app(
+    mode: &str,
+    suffix: &str,
+    generation: u32,
+    max: Option<i64>,
+    traffic: Value,
+) -> Value {
+    let mut b = body(suffix, generation, traffic);
+    b["properties"]["configuration"]["activeRevisionsMode"] = json!(mode);
+    if let Some(m) = max {
+        b["properties"]["configuration"]["maxInactiveRevisions"] = json!(m);
+    }
+    b
+}
+
+/// PUTs `b` as app `app` and waits for its operation to succeed.
+async fn deploy(lab: &Lab, app: &str, b: Value) {
+    let (code, h, v) = lab
+        .call("PUT", &format!("{}?{AV}", lab.app_url(app)), Some(b))
+        .await;
+    assert!(code == 200 || code == 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(60)).await, "Succeeded");
+}
+
+/// App `app`'s revisions as `GET .../revisions` lists them: `(name, properties)`.
+async fn revisions_of(lab: &Lab, app: &str) -> Vec<(String, Value)> {
+    let (code, _, v) = lab
+        .call("GET", &format!("{}/revisions?{AV}", lab.app_url(app)), None)
+        .await;
+    assert_eq!(code, 200, "{v}");
+    v["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["properties"].clone(),
+            )
+        })
+        .collect()
+}
+
+async fn revision_names(lab: &Lab, app: &str) -> Vec<String> {
+    revisions_of(lab, app)
+        .await
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// Waits until app `app` lists exactly the revisions `want` (oldest first).
+async fn expect_revisions(lab: &Lab, app: &str, want: &[String]) {
+    eventually(Duration::from_secs(30), "the revisions listed", || async {
+        (revision_names(lab, app).await == want).then_some(())
+    })
+    .await;
+}
+
+/// Waits until a controller pass of app `app` has run after this call began: the serving
+/// revision `serving`'s `lastActiveTime` is set by every pass (GETs and passes take the same
+/// lock), so a value later than the one read now was written by a later pass.
+async fn a_later_pass(lab: &Lab, app: &str, serving: &str) {
+    let last = || async move {
+        let (_, _, v) = lab
+            .call(
+                "GET",
+                &format!("{}/revisions/{serving}?{AV}", lab.app_url(app)),
+                None,
+            )
+            .await;
+        v["properties"]["lastActiveTime"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let before = last().await;
+    eventually(
+        Duration::from_secs(10),
+        "a later controller pass",
+        || async { (last().await > before).then_some(()) },
+    )
+    .await;
+}
+
+/// `POST .../revisions/{rev}/{action}` and `GET .../revisions/{rev}`: both status codes and
+/// the error codes.
+async fn unknown_revision_answers(lab: &Lab, app: &str, rev: &str) -> Vec<(u16, Value)> {
+    let base = format!("{}/revisions/{rev}", lab.app_url(app));
+    let (get, _, g) = lab.call("GET", &format!("{base}?{AV}"), None).await;
+    let (post, _, p) = lab
+        .call("POST", &format!("{base}/activate?{AV}"), None)
+        .await;
+    vec![
+        (get, g["error"]["code"].clone()),
+        (post, p["error"]["code"].clone()),
+    ]
+}
+
+/// Single mode, `maxInactiveRevisions: 1`: after three template updates the app lists the
+/// latest revision and the newest inactive one only; the purged ones are unknown to GET and
+/// to the revision actions. Lowered to 0 (an application-scope PATCH), no inactive revision is
+/// kept. A negative value or one above 100 is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inactive_revisions_beyond_max_inactive_revisions_are_purged_oldest_first() {
+    let lab = Lab::process().await;
+    let app = "purge";
+    let names: Vec<String> = (1..=4).map(|g| format!("{app}--v{g}")).collect();
+    for g in 1..=4u32 {
+        let b = retention_app("Single", &format!("v{g}"), g, Some(1), Value::Null);
+        deploy(&lab, app, b).await;
+    }
+    expect_revisions(&lab, app, &names[2..]).await;
+    let revs = revisions_of(&lab, app).await;
+    assert_eq!(revs[0].1["active"], false, "{revs:?}");
+    assert_eq!(revs[1].1["active"], true, "{revs:?}");
+    let gone = (404, json!("ContainerAppRevisionNotFound"));
+    for rev in &names[..2] {
+        assert_eq!(
+            unknown_revision_answers(&lab, app, rev).await,
+            vec![gone.clone(), gone.clone()]
+        );
+    }
+    let url = format!("{}?{AV}", lab.app_url(app));
+    let (_, _, v) = lab.call("GET", &url, None).await;
+    assert_eq!(v["properties"]["configuration"]["maxInactiveRevisions"], 1);
+
+    // Out of range: a 400 in ARM's shape, and nothing changes.
+    for bad in [json!(-1), json!(101), json!(2.5)] {
+        let patch = json!({"properties": {"configuration": {"maxInactiveRevisions": bad}}});
+        let (code, _, v) = lab.call("PATCH", &url, Some(patch)).await;
+        assert_eq!(code, 400, "{bad}: {v}");
+        assert_eq!(
+            v["error"]["code"], "ContainerAppInvalidMaxInactiveRevisions",
+            "{v}"
+        );
+        assert_eq!(v.as_object().unwrap().len(), 1, "only `error`: {v}");
+    }
+
+    // The boundary: 0 keeps no inactive revision.
+    let patch = json!({"properties": {"configuration": {"maxInactiveRevisions": 0}}});
+    let (code, _, v) = lab.call("PATCH", &url, Some(patch)).await;
+    assert_eq!(code, 202, "{v}");
+    expect_revisions(&lab, app, &names[3..]).await;
+    lab.stop().await;
+}
+
+/// Without `maxInactiveRevisions` (100 kept) a handful of revisions are all kept, stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_max_inactive_revisions_nothing_is_purged() {
+    let lab = Lab::process().await;
+    let app = "keep";
+    let names: Vec<String> = (1..=4).map(|g| format!("{app}--v{g}")).collect();
+    for g in 1..=4u32 {
+        let b = retention_app("Single", &format!("v{g}"), g, None, Value::Null);
+        deploy(&lab, app, b).await;
+    }
+    eventually(
+        Duration::from_secs(30),
+        "the old revisions stopped",
+        || async {
+            let revs = revisions_of(&lab, app).await;
+            revs[..revs.len() - 1]
+                .iter()
+                .all(|(_, p)| p["provisioningState"] == "Deprovisioned")
+                .then_some(())
+        },
+    )
+    .await;
+    // A pass that saw them stopped has run (it would have purged them by now).
+    a_later_pass(&lab, app, &names[3]).await;
+    assert_eq!(revision_names(&lab, app).await, names);
+    lab.stop().await;
+}
+
+/// Multiple mode, `maxInactiveRevisions: 0`: a deactivated revision is purged once its replica
+/// has stopped, except while a `revisionName` traffic rule names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multiple_mode_purges_deactivated_revisions_not_named_by_a_rule() {
+    let lab = Lab::process().await;
+    let app = "mpurge";
+    let [v1, v2, v3] = ["v1", "v2", "v3"].map(|s| format!("{app}--{s}"));
+    let pinned = json!([
+        {"revisionName": v1, "weight": 0, "label": "old"},
+        {"latestRevision": true, "weight": 100}
+    ]);
+    deploy(
+        &lab,
+        app,
+        retention_app("Multiple", "v1", 1, Some(0), Value::Null),
+    )
+    .await;
+    deploy(
+        &lab,
+        app,
+        retention_app("Multiple", "v2", 2, Some(0), Value::Null),
+    )
+    .await;
+    deploy(
+        &lab,
+        app,
+        retention_app("Multiple", "v3", 3, Some(0), pinned),
+    )
+    .await;
+    // Multiple mode deactivates nothing by itself: all three are kept while active.
+    assert_eq!(
+        revision_names(&lab, app).await,
+        vec![v1.clone(), v2.clone(), v3.clone()]
+    );
+    for rev in [&v1, &v2] {
+        let (code, _, v) = lab
+            .call(
+                "POST",
+                &format!("{}/revisions/{rev}/deactivate?{AV}", lab.app_url(app)),
+                None,
+            )
+            .await;
+        assert_eq!(code, 200, "{rev}: {v}");
+    }
+    // v2 goes; v1, named by a rule, stays.
+    expect_revisions(&lab, app, &[v1.clone(), v3.clone()]).await;
+    // Without the rule, v1 goes too.
+    let patch = json!({"properties": {"configuration": {"ingress": {"traffic": [
+        {"latestRevision": true, "weight": 100}
+    ]}}}});
+    let (code, _, v) = lab
+        .call("PATCH", &format!("{}?{AV}", lab.app_url(app)), Some(patch))
+        .await;
+    assert_eq!(code, 202, "{v}");
+    expect_revisions(&lab, app, std::slice::from_ref(&v3)).await;
     lab.stop().await;
 }
