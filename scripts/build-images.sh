@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds probelab's container images from this workspace, with no registry:
-#   1. the static binaries, ONCE, on the host (glibc, +crt-static, release profile);
+#   1. the static binaries, ONCE, on the host (glibc, +crt-static, Cargo.toml's `image` profile);
 #   2. one `docker build` per image from a minimal context (the binary + the host's CA bundle),
 #      every Dockerfile `FROM scratch`;
 #   3. tags probelab/<name>:dev and probelab/<name>:<git short sha>[-dirty], OCI labels;
 #   4. prints each image's size and fails if one exceeds its limit (20 MB; the lab image 40 MB).
 #
-# Usage: scripts/build-images.sh [NAME...]   (or: just images)
+# Usage: scripts/build-images.sh [--with-labctl] [NAME...]   (or: just images)
 #   With names (e.g. `lab`), only those images are built; without, every image below.
+#   --with-labctl also builds the static labctl in the same cargo invocation (same profile and
+#   target, so nothing is compiled twice): scripts/lab.sh runs that binary on the host.
 # Honours CARGO_TARGET_DIR. Needs a running Docker engine and, for the CA bundle, the
 # ca-certificates package (installed with apt-get when absent and running as root).
 set -euo pipefail
@@ -25,6 +27,12 @@ IMAGES=(
   "lab        labctl,localplane  labctl,localplane  labs"
 )
 
+with_labctl=
+if [ "${1:-}" = --with-labctl ]; then
+  with_labctl=1
+  shift
+fi
+
 if [ $# -gt 0 ]; then
   wanted=()
   for want in "$@"; do
@@ -39,6 +47,8 @@ if [ $# -gt 0 ]; then
 fi
 
 TARGET=x86_64-unknown-linux-gnu
+# Cargo.toml's `[profile.image]` (what it costs and why: its comment there).
+PROFILE=image
 MAX_BYTES=$((20 * 1000 * 1000))
 # The lab image is the operator's tool, not a workload: it holds labctl (the orchestrator, the
 # analysis, the SVG charts and localplane linked in) plus the standalone localplane binary, and
@@ -68,6 +78,10 @@ for entry in "${IMAGES[@]}"; do
   [ -f "images/$name/Dockerfile" ] || die "image '$name' is listed but images/$name/Dockerfile does not exist"
   [ -z "$extra" ] || [ -d "$extra" ] || die "image '$name' needs $extra/, which does not exist"
 done
+if [ -n "$with_labctl" ] && [[ " ${bins[*]} " != *" labctl "* ]]; then
+  crates+=(-p labctl)
+  bins+=(--bin labctl)
+fi
 
 if [ ! -s "$CA_BUNDLE" ]; then
   step "installing ca-certificates (no $CA_BUNDLE on this host)"
@@ -82,12 +96,12 @@ fi
 if [ -n "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}" ]; then
   die "unset RUSTFLAGS/CARGO_ENCODED_RUSTFLAGS: they override the +crt-static target flags"
 fi
-step "cargo build --release --target $TARGET ${crates[*]} ${bins[*]}"
+step "cargo build --profile $PROFILE --target $TARGET ${crates[*]} ${bins[*]}"
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static" \
-  cargo build --release --target "$TARGET" "${crates[@]}" "${bins[@]}"
+  cargo build --profile "$PROFILE" --target "$TARGET" "${crates[@]}" "${bins[@]}"
 
 target_dir="${CARGO_TARGET_DIR:-target}"
-out_dir="$target_dir/$TARGET/release"
+out_dir="$target_dir/$TARGET/$PROFILE"
 
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 short=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
