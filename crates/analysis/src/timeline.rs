@@ -274,83 +274,73 @@ fn q3_event_row(ev: &Event) -> Q3Row {
             .map(|p| format!("; NOT observed: {p}"))
             .unwrap_or_default()
     );
-    (
-        p.clone(),
-        ts,
-        2,
-        vec![
-            json!(p),
-            json!(iso_ms(ts)),
-            json!("transition"),
-            json!(ev.app),
-            json!(e.new_revision),
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            json!(detail),
-        ],
-    )
+    transition_row(p, ts, &ev.app, json!(e.new_revision), Value::Null, detail)
+}
+
+/// A Q3 row of type `transition`: the revision (or null), the new traffic weight when the
+/// transition is a weight change (else null), and what happened in `detail`.
+fn transition_row(
+    pid: String,
+    ts_ms: i64,
+    app: &str,
+    revision: Value,
+    weight: Value,
+    detail: String,
+) -> Q3Row {
+    let cells = vec![
+        json!(pid),
+        json!(iso_ms(ts_ms)),
+        json!("transition"),
+        json!(app),
+        revision,
+        Value::Null,
+        Value::Null,
+        weight,
+        Value::Null,
+        Value::Null,
+        json!(detail),
+    ];
+    (pid, ts_ms, 2, cells)
 }
 
 /// Q3's transition row of one new revision seen in the samples (without `runs.json` events).
 fn q3_transition_row(tr: &Transition) -> Q3Row {
     let secs = tr.alone_ms.map(|a| (a - tr.first_seen_ms) as f64 / 1000.0);
-    (
+    let detail = match secs {
+        Some(s) => format!(
+            "from {} to {}: new revision first seen {}, alone with traffic {} ({s:.1} s)",
+            tr.old.join(","),
+            tr.new,
+            iso_ms(tr.first_seen_ms),
+            tr.alone_ms.map(iso_ms).unwrap_or_default()
+        ),
+        None => format!(
+            "from {} to {}: new revision first seen {}, never alone with traffic in the samples",
+            tr.old.join(","),
+            tr.new,
+            iso_ms(tr.first_seen_ms)
+        ),
+    };
+    transition_row(
         tr.perturbation_id.clone(),
         tr.first_seen_ms,
-        2,
-        vec![
-            json!(tr.perturbation_id),
-            json!(iso_ms(tr.first_seen_ms)),
-            json!("transition"),
-            json!(tr.app),
-            json!(tr.new),
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            json!(match secs {
-                Some(s) => format!(
-                    "from {} to {}: new revision first seen {}, alone with traffic {} ({s:.1} s)",
-                    tr.old.join(","),
-                    tr.new,
-                    iso_ms(tr.first_seen_ms),
-                    tr.alone_ms.map(iso_ms).unwrap_or_default()
-                ),
-                None => format!(
-                    "from {} to {}: new revision first seen {}, never alone with traffic in the samples",
-                    tr.old.join(","),
-                    tr.new,
-                    iso_ms(tr.first_seen_ms)
-                ),
-            }),
-        ],
+        &tr.app,
+        json!(tr.new),
+        Value::Null,
+        detail,
     )
 }
 
 /// Q3's transition row of one traffic-weight change: the revision, its new weight in
 /// `traffic_weight`, both weights in `detail`, at the first sample showing the new weight.
 fn q3_weight_row(w: &WeightChange) -> Q3Row {
-    (
+    transition_row(
         w.perturbation_id.clone(),
         w.ts_ms,
-        2,
-        vec![
-            json!(w.perturbation_id),
-            json!(iso_ms(w.ts_ms)),
-            json!("transition"),
-            json!(w.app),
-            json!(w.revision),
-            Value::Null,
-            Value::Null,
-            json!(w.to),
-            Value::Null,
-            Value::Null,
-            json!(weight_detail(&w.revision, w.from, w.to)),
-        ],
+        &w.app,
+        json!(w.revision),
+        json!(w.to),
+        weight_detail(&w.revision, w.from, w.to),
     )
 }
 
