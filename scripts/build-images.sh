@@ -36,6 +36,9 @@ fi
 if [ $# -gt 0 ]; then
   wanted=()
   for want in "$@"; do
+    # A name given twice (lab.sh adds loadgen and the sampler to a lab's own images) is built once.
+    [[ " ${seen:-} " != *" $want "* ]] || continue
+    seen="${seen:-} $want"
     found=
     for entry in "${IMAGES[@]}"; do
       read -r name _ <<<"$entry"
