@@ -698,10 +698,8 @@ impl Plane {
         for r in &mut app.revisions {
             r.replicas.retain(|x| !x.is_done());
         }
+        // (A purged revision's scaler goes with the other non-serving ones' just below.)
         let purged = app.purge_inactive();
-        for rev in &purged {
-            st.scalers.remove(&scaler_key(&app.name, rev));
-        }
         if !purged.is_empty() {
             tracing::debug!(app = %app.name, revisions = ?purged, "purged inactive revisions");
         }
