@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Write};
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 
@@ -39,15 +39,31 @@ pub fn stderr_is_terminal() -> bool {
 }
 
 /// Installs the global tracing subscriber: every `tracing` event becomes a `kind: "log"` line
-/// on stdout. The level filter comes from `RUST_LOG` (default `info`).
+/// on stdout. The level filter comes from `RUST_LOG` (default `info`; see [`filter_from_env`]).
 ///
 /// Calling it twice is harmless (the second call does nothing), so tests may call it freely.
 pub fn init(component: &'static str) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = filter_from_env("info");
     let _ = tracing_subscriber::registry()
         .with(JsonLinesLayer { component })
         .with(filter)
         .try_init();
+}
+
+/// The level filter `RUST_LOG` asks for, or `default` when it is unset or not a list of
+/// `level` and `target=level` directives (e.g. `debug` or `info,azure_core=warn`). These are
+/// `tracing_subscriber`'s `Targets`: the span and field filters of its `EnvFilter` are not
+/// understood (such a value falls back to `default`), which keeps the regex engine EnvFilter
+/// needs out of every binary. `default` must itself be such a list.
+pub fn filter_from_env(default: &str) -> Targets {
+    parse_filter(std::env::var("RUST_LOG").ok().as_deref(), default)
+}
+
+fn parse_filter(value: Option<&str>, default: &str) -> Targets {
+    value
+        .and_then(|v| v.parse().ok())
+        .or_else(|| default.parse().ok())
+        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO))
 }
 
 /// A tracing layer that writes each event as a [`LogLine`] on stdout.
@@ -183,5 +199,29 @@ mod tests {
         assert_eq!(v["fields"]["error"], "boom");
         let ts = v["ts"].as_str().unwrap();
         assert!(ts.len() == 24 && ts.ends_with('Z'), "{ts}");
+    }
+
+    #[test]
+    fn rust_log_sets_levels_per_target_and_a_value_it_cannot_read_falls_back() {
+        use tracing::Level;
+        let default = "info,azure_core=warn";
+        let unset = parse_filter(None, default);
+        assert!(unset.would_enable("sampler", &Level::INFO));
+        assert!(!unset.would_enable("sampler", &Level::DEBUG));
+        assert!(!unset.would_enable("azure_core::http", &Level::INFO));
+        assert!(unset.would_enable("azure_core::http", &Level::WARN));
+
+        let debug = parse_filter(Some("debug"), default);
+        assert!(debug.would_enable("azure_core", &Level::DEBUG));
+        assert!(!debug.would_enable("azure_core", &Level::TRACE));
+
+        let per_target = parse_filter(Some("warn,subject=trace"), default);
+        assert!(per_target.would_enable("subject::capacity", &Level::TRACE));
+        assert!(!per_target.would_enable("loadgen", &Level::INFO));
+
+        // EnvFilter's span syntax is not understood: the default applies, not "nothing".
+        let span = parse_filter(Some("[request{id=1}]=debug"), default);
+        assert!(span.would_enable("sampler", &Level::INFO));
+        assert!(!span.would_enable("sampler", &Level::DEBUG));
     }
 }

@@ -128,11 +128,10 @@ pub async fn shutdown_signal() {
 /// `warn` unless `RUST_LOG` says otherwise: their `info` lines would print the user-assigned
 /// client id, and we log identity variables by name only.
 pub fn init_logging(component: &'static str) {
-    use tracing_subscriber::EnvFilter;
     use tracing_subscriber::prelude::*;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new("info,azure_identity=warn,azure_core=warn,typespec_client_core=warn")
-    });
+    let filter = labkit::log::filter_from_env(
+        "info,azure_identity=warn,azure_core=warn,typespec_client_core=warn",
+    );
     let _ = tracing_subscriber::registry()
         .with(labkit::log::JsonLinesLayer::new(component))
         .with(filter)
