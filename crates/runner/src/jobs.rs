@@ -184,7 +184,8 @@ fn terminal(status: &str) -> bool {
     !matches!(status, "Running" | "Processing" | "Unknown" | "")
 }
 
-/// Polls an execution until it ends or `timeout` passes; returns its status.
+/// Polls an execution (every `t.execution_poll`) until it ends or `timeout` passes; returns its
+/// status.
 pub async fn wait(
     t: &Target,
     job: &str,
@@ -210,7 +211,7 @@ pub async fn wait(
         if Instant::now() >= deadline {
             break;
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(t.execution_poll).await;
     }
     Err(RunError::Timeout(format!(
         "job {job} execution {execution} did not end within {}s{}",

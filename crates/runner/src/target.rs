@@ -114,6 +114,10 @@ pub struct Target {
     /// The registry the apps pull from with the pull identity (Azure; `None` locally, where
     /// nothing is pulled).
     pub registry: Option<RegistryAccess>,
+    /// How often a job execution's status is read while the runner waits for it to end: each
+    /// step waits for its loadgen run, so up to one period per step is lost after the run ends.
+    /// 250 ms on localplane (a GET answered from memory), 1 s on Azure.
+    pub execution_poll: Duration,
 }
 
 /// Names of the resources, from `PROBELAB_BASE_NAME` [probelab].
@@ -145,6 +149,7 @@ impl Target {
             host_scheme: "http",
             image_prefix: None,
             registry: None,
+            execution_poll: Duration::from_millis(250),
         })
     }
 
@@ -214,6 +219,7 @@ impl Target {
             host_scheme,
             image_prefix: get("PROBELAB_IMAGE_PREFIX"),
             registry,
+            execution_poll: Duration::from_secs(1),
         })
     }
 
