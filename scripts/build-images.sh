@@ -117,7 +117,7 @@ source_url=$(sed -n '/^\[workspace.package\]/,/^\[/s/^repository *= *"\(.*\)"/\1
 
 context=$(mktemp -d "${TMPDIR:-/tmp}/probelab-images.XXXXXX")
 # A failure stops the builds still running before their context goes.
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$context"' EXIT
+trap 'running=$(jobs -p); [ -z "$running" ] || kill $running 2>/dev/null || true; rm -rf "$context"' EXIT
 
 # Each image's context, then every `docker build` at once: the legacy builder spends its time
 # committing one container per Dockerfile instruction, not on CPU, so three builds in parallel
