@@ -155,17 +155,14 @@ done
 
 failed=0
 report=()
-i=0
-for entry in "${IMAGES[@]}"; do
-  read -r name _ <<<"$entry"
+for i in "${!IMAGES[@]}"; do
+  read -r name _ <<<"${IMAGES[$i]}"
   if ! wait "${pids[$i]}"; then
     echo "build-images: docker build of probelab/$name failed:" >&2
     grep -v -e '^DEPRECATED: The legacy builder' -e 'buildx' -e '^ *$' "$context/$name.log" >&2 || true
     failed=1
-    i=$((i + 1))
     continue
   fi
-  i=$((i + 1))
   size=$(docker image inspect -f '{{.Size}}' "probelab/$name:dev")
   report+=("$(awk -v n="probelab/$name" -v s="$size" -v t="$short" 'BEGIN { printf "%-22s %7.2f MB  (:dev, :%s)", n, s / 1e6, t }')")
   limit=$MAX_BYTES
