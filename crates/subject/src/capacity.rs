@@ -431,8 +431,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn variable_work_makes_a_queue_below_capacity_fifo_more_than_ps() {
-        // The shipped lab's setting (docs/FIDELITY.md): capacity 78/s, CV 3. Per replica
-        // 33.3/s and 66.7/s (ρ = 0.43 and 0.85) for 30 s, seeded.
+        // The rollout lab's setting until 2026-12-03: capacity 78/s, CV 3. Per replica
+        // 33.3/s and 66.7/s (ρ = 0.43 and 0.85) for 30 s, seeded. (Its sizing against every
+        // draw is tests/headroom_sizing.rs.)
         let run = |sharing, rate, seed| async move {
             p50_at(
                 Arc::new(Capacity::new(78.0, 3.0, sharing, Some(seed))),

@@ -10,7 +10,9 @@
 //! the staircase's order with its pauses between them, the queue carried over. What the model
 //! leaves out, the ingress and a new connection per request, is added to every response as
 //! [`PLATFORM_MS`]. The second test is the check's positive control: the sizing the lab had
-//! before (78/s, CV 3), whose quick runs ended `invalid` now and then, fails it.
+//! before (78/s, CV 3), whose quick runs ended `invalid` now and then, fails it. The third
+//! keeps the other side of the sizing honest: a queue deep enough for the headroom must not
+//! time requests out by itself over the full profile's hours at the lab's rate.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -70,29 +72,58 @@ fn sizing(profile: &str) -> Sizing {
     }
 }
 
-/// p50(lab's rate) / p50(the step below it) for one seed.
-fn ratio(s: &Sizing, seed: u64) -> f64 {
-    let n = s.replicas as usize;
-    let mut rngs: Vec<StdRng> = (0..n)
-        .map(|i| StdRng::seed_from_u64(seed * 1_000 + i as u64))
-        .collect();
-    // When each replica is next free, seconds from the staircase's start.
-    let mut free = vec![0.0_f64; n];
-    let mut t0 = 0.0;
-    let mut p50s = Vec::new();
-    for &rate in s.rates.iter().take_while(|&&r| r <= s.lab_rate) {
-        let count = (rate * s.step_s) as usize;
-        let mut times: Vec<f64> = (0..count)
+/// The app's replicas as the model sees them: each with its own draws of the work and the time
+/// it is next free, fed round-robin.
+struct Replicas {
+    dist: WorkDist,
+    rngs: Vec<StdRng>,
+    /// When each replica is next free, seconds from the start.
+    free: Vec<f64>,
+}
+
+impl Replicas {
+    fn new(s: &Sizing, seed: u64) -> Replicas {
+        let n = s.replicas as usize;
+        Replicas {
+            dist: s.dist,
+            rngs: (0..n)
+                .map(|i| StdRng::seed_from_u64(seed * 1_000 + i as u64))
+                .collect(),
+            free: vec![0.0; n],
+        }
+    }
+
+    /// The response times (seconds, platform latency included) of `secs` of constant-rate
+    /// arrivals from `t0`, sorted.
+    fn serve(&mut self, t0: f64, rate: f64, secs: f64) -> Vec<f64> {
+        let n = self.free.len();
+        let mut times: Vec<f64> = (0..(rate * secs) as usize)
             .map(|k| {
                 let at = t0 + k as f64 / rate;
                 let i = k % n;
-                let end = free[i].max(at) + s.dist.draw(&mut rngs[i]);
-                free[i] = end;
+                let end = self.free[i].max(at) + self.dist.draw(&mut self.rngs[i]);
+                self.free[i] = end;
                 end - at + PLATFORM_MS / 1_000.0
             })
             .collect();
         times.sort_by(f64::total_cmp);
-        p50s.push((rate, times[times.len() / 2]));
+        times
+    }
+}
+
+/// The `q` quantile of sorted `v`.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    v[((v.len() - 1) as f64 * q) as usize]
+}
+
+/// p50(lab's rate) / p50(the step below it) for one seed: the staircase's steps in order, with
+/// its pauses, up to the lab's rate.
+fn ratio(s: &Sizing, seed: u64) -> f64 {
+    let mut app = Replicas::new(s, seed);
+    let mut t0 = 0.0;
+    let mut p50s = Vec::new();
+    for &rate in s.rates.iter().take_while(|&&r| r <= s.lab_rate) {
+        p50s.push((rate, quantile(&app.serve(t0, rate, s.step_s), 0.5)));
         t0 += s.step_s + s.pause_s;
     }
     let at = p50s.iter().find(|(r, _)| *r == s.lab_rate).unwrap().1;
@@ -113,7 +144,7 @@ fn ratios(s: &Sizing) -> Vec<f64> {
 }
 
 fn summary(s: &Sizing, v: &[f64]) -> String {
-    let q = |f: f64| v[((v.len() - 1) as f64 * f) as usize];
+    let q = |f: f64| quantile(v, f);
     format!(
         "{} ({}/s, CV {}, {} s steps): over {} seeds min {:.2}, 1 % {:.2}, median {:.2}, max {:.2}",
         s.profile,
@@ -149,4 +180,40 @@ fn the_previous_sizing_misses_the_headroom_for_some_seeds() {
     let v = ratios(&s);
     println!("{}", summary(&s, &v));
     assert!(v[0] < s.factor, "{}", summary(&s, &v));
+}
+
+#[test]
+fn the_model_alone_never_times_out_a_request_over_the_full_profiles_hours() {
+    // The full profile's longest step at the lab's rate (12 rollouts 600 s apart: 2 h), three
+    // seeds: no response of the queue may reach the load's timeout, or the lab would count the
+    // model's own timeouts as the platform's errors.
+    let s = sizing("full");
+    let lab = lab::load(&lab_path(), "full").unwrap();
+    let timeout = parse_duration(lab.load[0].timeout.as_deref().unwrap())
+        .unwrap()
+        .as_secs_f64();
+    let longest = lab
+        .steps
+        .iter()
+        .filter_map(|st| {
+            let every = parse_duration(st.interval.as_deref()?).ok()?;
+            Some(every.as_secs_f64() * f64::from(st.events?))
+        })
+        .fold(0.0, f64::max);
+    assert!(longest >= 3_600.0, "{longest}");
+    for seed in 1..=3 {
+        let v = Replicas::new(&s, seed).serve(0.0, s.lab_rate, longest);
+        let max = v[v.len() - 1];
+        println!(
+            "full, {longest} s at {} RPS, seed {seed}: p50 {:.0} ms, p95 {:.0} ms, p99.9 {:.2} s, slowest {max:.2} s (timeout {timeout} s)",
+            s.lab_rate,
+            quantile(&v, 0.5) * 1e3,
+            quantile(&v, 0.95) * 1e3,
+            quantile(&v, 0.999),
+        );
+        assert!(
+            max < timeout,
+            "seed {seed}: slowest {max} s against a {timeout} s timeout"
+        );
+    }
 }
