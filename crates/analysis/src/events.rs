@@ -41,8 +41,9 @@ use labkit::clock::window_start_ms;
 use labkit::event::{ReplicaInventorySample, RevisionStateSample};
 use serde_json::{Value, json};
 
-use crate::model::{Acc, SystemEvent};
+use crate::model::{Acc, RunData, SystemEvent};
 use crate::runs::{ActionRec, RunsFile, StepRec};
+use crate::strength::ErrorRate;
 use crate::ts::{iso_ms, parse_ms};
 use crate::wording::termination_reason;
 
@@ -64,6 +65,14 @@ pub struct EventSummary {
     pub transition_s: Option<f64>,
     /// Client-visible errors in the event's window.
     pub errors_in_window: u64,
+    /// The error rate of the step's load over the bucket windows from the one holding the fire
+    /// time to the event window's end, with its exact 95 % interval (`None`: no request).
+    pub window_error_rate: Option<ErrorRate>,
+    /// The worst of those windows' err_pct (`None`: no request).
+    pub worst_window_err_pct: Option<f64>,
+    /// A judged streak of the rule (a Q5 window) overlaps the event's windows: the event had a
+    /// burst the rule sees.
+    pub burst: bool,
     /// `perturbations_observed` passed for this event.
     pub observed: bool,
     /// Why not observed.
@@ -96,9 +105,21 @@ impl Event {
             "perturbation_id": s.perturbation_id, "fired": iso_ms(s.fired_ms),
             "old_revisions": self.old, "new_revision": s.new_revision,
             "transition_s": s.transition_s, "errors_in_window": s.errors_in_window,
+            "window_error_rate": s.window_error_rate,
+            "worst_window_err_pct": s.worst_window_err_pct, "burst": s.burst,
             "observed": s.observed, "problem": s.problem, "evidence": self.evidence,
         })
     }
+}
+
+/// Whether a judged streak of the rule (a Q5 window: its windows from `first_ms` to the end of
+/// the one starting at `last_ms`) overlaps the event's windows (from the one holding its fire
+/// time to its window's end).
+pub fn burst_in(e: &Event, streaks: &[crate::rule::Streak], window_ms: i64) -> bool {
+    let from = window_start_ms(e.summary.fired_ms, window_ms);
+    streaks.iter().any(|s| {
+        s.judged && s.last_ms + window_ms > from && e.window_end_ms.is_none_or(|t| s.first_ms < t)
+    })
 }
 
 /// Whether an action kind makes a new revision.
@@ -177,6 +198,9 @@ fn one(
             new_revision: None,
             transition_s: None,
             errors_in_window: 0,
+            window_error_rate: None,
+            worst_window_err_pct: None,
+            burst: false,
             observed: false,
             problem: None,
         },
@@ -208,6 +232,9 @@ fn one(
     }
     let (errors, basis) = errors_in(acc, step, fired, end);
     ev.summary.errors_in_window = errors;
+    let (w_requests, w_errors, worst) = window_totals(acc, step, fired, end);
+    ev.summary.window_error_rate = ErrorRate::new(w_errors, w_requests);
+    ev.summary.worst_window_err_pct = worst;
     if let Value::Object(m) = &mut ev.evidence {
         m.insert("errors_basis".into(), json!(basis));
     }
@@ -561,12 +588,7 @@ fn replica_turnover(
 
 /// Client-visible errors of the step's load runs in `[from, to)`, and how they were counted.
 fn errors_in(acc: &Acc, step: &StepRec, from: i64, to: Option<i64>) -> (u64, &'static str) {
-    let ids: BTreeSet<&str> = step
-        .runs
-        .iter()
-        .filter(|r| r.load != "sampler")
-        .map(|r| r.run_id.as_str())
-        .collect();
+    let ids = load_runs(step);
     let inside = |ms: i64| ms >= from && to.is_none_or(|t| ms < t);
     let mut n = 0;
     let mut basis = "failed req lines";
@@ -589,4 +611,54 @@ fn errors_in(acc: &Acc, step: &StepRec, from: i64, to: Option<i64>) -> (u64, &'s
         }
     }
     (n, basis)
+}
+
+/// The run ids of a step's loads (not its sampler's).
+fn load_runs(step: &StepRec) -> BTreeSet<&str> {
+    step.runs
+        .iter()
+        .filter(|r| r.load != "sampler")
+        .map(|r| r.run_id.as_str())
+        .collect()
+}
+
+/// A run's windows (start, requests, errors) from the one holding `from` to those starting
+/// before `to`, from its complete source as Q2 takes it ([`RunData::windows_from_reqs`]).
+fn windows_of(acc: &Acc, run: &RunData, from: i64, to: Option<i64>) -> Vec<(i64, u64, u64)> {
+    let a = window_start_ms(from, acc.window_ms);
+    let inside = |k: i64| k >= a && to.is_none_or(|t| k < t);
+    if run.windows_from_reqs() {
+        run.reqs
+            .iter()
+            .filter(|(k, _)| inside(**k))
+            .map(|(k, w)| (*k, w.count, w.err))
+            .collect()
+    } else {
+        run.buckets
+            .iter()
+            .filter(|(k, _)| inside(**k))
+            .map(|(k, w)| (*k, w.count, w.err))
+            .collect()
+    }
+}
+
+/// The step's load runs over [`windows_of`] the event's window, summed per window: (requests,
+/// errors, the worst window's err_pct).
+fn window_totals(acc: &Acc, step: &StepRec, from: i64, to: Option<i64>) -> (u64, u64, Option<f64>) {
+    let ids = load_runs(step);
+    let mut by: BTreeMap<i64, (u64, u64)> = BTreeMap::new();
+    for run in acc.runs.iter().filter(|r| ids.contains(r.run_id.as_str())) {
+        for (k, count, err) in windows_of(acc, run, from, to) {
+            let e = by.entry(k).or_default();
+            e.0 += count;
+            e.1 += err;
+        }
+    }
+    let (n, e) = by.values().fold((0, 0), |(n, e), w| (n + w.0, e + w.1));
+    let worst = by
+        .values()
+        .filter(|w| w.0 > 0)
+        .map(|w| labkit::event::err_pct(w.1, w.0))
+        .reduce(f64::max);
+    (n, e, worst)
 }

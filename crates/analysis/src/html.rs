@@ -143,6 +143,9 @@ fn verdict_section(h: &mut String, a: &Analysis) {
         ),
     );
     fact(h, "evidence cap", a.cap.map_or("none", |c| c.tag()));
+    for (label, text) in v.strength_facts() {
+        fact(h, label, &text);
+    }
     if let Some(p) = a.runs_file.as_ref().ok().and_then(|r| r.platform()) {
         fact(h, "platform", &p);
     }
@@ -203,11 +206,11 @@ fn events_section(h: &mut String, events: &[EventSummary]) {
             "<p class=\"muted\">No per-event summary: no runs.json, or no step fired an event.</p>\n",
         );
     } else {
-        h.push_str("<div class=\"scroll\"><table>\n<thead><tr><th>step</th><th>event</th><th>kind</th><th>fired</th><th>new revision</th><th>transition (s)</th><th>errors in window</th><th>observed</th><th>perturbation id</th><th>problem</th></tr></thead>\n<tbody>\n");
+        h.push_str("<div class=\"scroll\"><table>\n<thead><tr><th>step</th><th>event</th><th>kind</th><th>fired</th><th>new revision</th><th>transition (s)</th><th>errors in window</th><th>windows' error rate (95 % CI)</th><th>observed</th><th>perturbation id</th><th>problem</th></tr></thead>\n<tbody>\n");
         for e in events {
             let _ = writeln!(
                 h,
-                "<tr class=\"event {}\" data-step=\"{}\" data-event=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr class=\"event {}\" data-step=\"{}\" data-event=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 if e.observed {
                     "observed"
                 } else {
@@ -224,6 +227,7 @@ fn events_section(h: &mut String, events: &[EventSummary]) {
                     .map(|t| format!("{t:.1}"))
                     .unwrap_or_default(),
                 e.errors_in_window,
+                e.window_error_rate.map(|r| r.text()).unwrap_or_default(),
                 if e.observed { "yes" } else { "NO" },
                 esc(e.perturbation_id.as_deref().unwrap_or("")),
                 esc(e.problem.as_deref().unwrap_or(""))

@@ -22,6 +22,7 @@ pub mod pack;
 pub mod report;
 pub mod rule;
 pub mod runs;
+pub mod strength;
 pub mod table;
 pub mod timeline;
 pub mod timeline_svg;
@@ -246,7 +247,13 @@ pub fn compute_with_runs(
         verdict::decide(&ctx, &streaks)
     };
     statements.extend(cross_check_statements(&runs));
-    let events: Vec<EventSummary> = events.into_iter().map(|e| e.summary).collect();
+    let events: Vec<EventSummary> = events
+        .into_iter()
+        .map(|e| {
+            let burst = events::burst_in(&e, &streaks, wms);
+            EventSummary { burst, ..e.summary }
+        })
+        .collect();
     let mut head = summary_statements(&verdict, &phases, &acc, lab.is_observation());
     head.append(&mut check_statements);
     head.append(&mut statements);
@@ -605,9 +612,12 @@ fn q5_table(
             "err",
             "worst_err_pct",
             "longest_streak_in_run",
+            "err_pct_ci95_lo",
+            "err_pct_ci95_hi",
         ],
     );
     for s in streaks {
+        let (lo, hi) = interval_cells(s.err, s.requests);
         t.push(vec![
             json!(s.run_id),
             json!(s.phase),
@@ -619,6 +629,8 @@ fn q5_table(
             json!(s.err),
             num(Some(s.worst_err_pct)),
             json!(longest.get(&s.run_id).copied().unwrap_or(0)),
+            lo,
+            hi,
         ]);
     }
     let _ = runs;
@@ -640,9 +652,12 @@ fn q6_table(phases: &[rule::PhaseRow], rule: &Rule) -> Table {
             "buckets_above_threshold",
             "longest_streak",
             "err_pct",
+            "err_pct_ci95_lo",
+            "err_pct_ci95_hi",
         ],
     );
     for p in phases {
+        let (lo, hi) = interval_cells(p.err, p.requests);
         t.push(vec![
             json!(p.phase),
             json!(p.judged),
@@ -654,9 +669,20 @@ fn q6_table(phases: &[rule::PhaseRow], rule: &Rule) -> Table {
             json!(p.buckets_above),
             json!(p.longest_streak),
             pct(p.err_pct),
+            lo,
+            hi,
         ]);
     }
     t
+}
+
+/// The exact 95 % interval of `err` in `requests` as two percentage cells (null without
+/// requests), to six decimals as `err_pct`.
+fn interval_cells(err: u64, requests: u64) -> (Value, Value) {
+    match strength::ErrorRate::new(err, requests) {
+        Some(r) => (pct(r.lo_pct), pct(r.hi_pct)),
+        None => (Value::Null, Value::Null),
+    }
 }
 
 /// `inputs.json`: what was read, how, and what could not be.

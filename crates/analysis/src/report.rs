@@ -1,5 +1,6 @@
-//! report.md: the verdict first, then the fired events (fired at, new revision, transition,
-//! errors in the window), gates, evidence statements, charts, tables and what the readers could
+//! report.md: the verdict first (with how strong it is: the error rate's exact interval and what
+//! the rule cannot see), then the fired events (fired at, new revision, transition, errors in
+//! the window and the windows' error rate with its interval), gates, evidence statements, charts, tables and what the readers could
 //! not parse. Deterministic (no generation timestamp) so it can be snapshot-tested.
 
 use crate::ts::iso_ms;
@@ -30,6 +31,9 @@ pub fn render(a: &Analysis, charts: &[String]) -> String {
         v.worst_bucket.as_deref().unwrap_or(""),
         a.cap.map_or("none".to_owned(), |c| c.tag().to_owned()),
     ));
+    for (label, text) in v.strength_facts() {
+        md.push_str(&format!("- **{label}:** {text}\n"));
+    }
     if let Some(p) = a.runs_file.as_ref().ok().and_then(|r| r.platform()) {
         md.push_str(&format!("- **platform:** {p}\n"));
     }
@@ -111,11 +115,11 @@ pub fn events_section(a: &Analysis) -> String {
         return md;
     }
     md.push_str(
-        "| step | event | kind | perturbation id | fired at | new revision | transition s | errors in window | observed |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| step | event | kind | perturbation id | fired at | new revision | transition s | errors in window | windows' error rate (95 % CI) | observed |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for e in &a.events {
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             e.step,
             e.event,
             e.kind,
@@ -124,6 +128,7 @@ pub fn events_section(a: &Analysis) -> String {
             e.new_revision.as_deref().unwrap_or("-"),
             e.transition_s.map_or("-".to_owned(), |t| format!("{t:.1}")),
             e.errors_in_window,
+            e.window_error_rate.map_or("-".to_owned(), |r| r.text()),
             if e.observed {
                 "yes".to_owned()
             } else {

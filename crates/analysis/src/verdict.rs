@@ -25,6 +25,7 @@ use crate::lab::LabFile;
 use crate::model::Acc;
 use crate::rule::{BucketRow, Rule, RunSummary, Streak};
 use crate::runs::RunsFile;
+use crate::strength::{self, Blindness, ErrorRate};
 use crate::ts::iso_s;
 
 /// Default headroom factor (the original lab's): p50 at the lab's rate must be at least this
@@ -118,6 +119,53 @@ pub struct Verdict {
     pub worst_bucket: Option<String>,
     pub failed_preconditions: Vec<String>,
     pub reasons: Vec<String>,
+    /// The judged requests' error rate with its exact 95 % interval (`None` without requests):
+    /// for `held`, its upper bound is the highest error rate the run does not exclude.
+    pub judged_error_rate: Option<ErrorRate>,
+    /// Each judged burst's (Q5 window's) error rate with its interval, in Q5's order.
+    pub burst_error_rates: Vec<ErrorRate>,
+    /// What the rule cannot see at the judged rate (`None` for an observation lab, which has
+    /// no rule, and without judged requests).
+    pub blindness: Option<Blindness>,
+    /// How the intervals were computed.
+    pub interval_method: &'static str,
+}
+
+impl Verdict {
+    /// How strong the evidence is, as (label, text) facts for report.md and report.html: the
+    /// judged error rate with its interval (for `held`, the highest rate not excluded), each
+    /// burst's interval (for `falsified`) and what the rule cannot see.
+    pub fn strength_facts(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(r) = &self.judged_error_rate {
+            let mut text = format!(
+                "{} errors in {} requests: {} ({})",
+                r.errors,
+                r.requests,
+                r.text(),
+                self.interval_method
+            );
+            if self.verdict == Outcome::Held {
+                text.push_str(&format!(
+                    "; this run excludes error rates above {} %",
+                    strength::pct_text(r.hi_pct)
+                ));
+            }
+            out.push(("error rate", text));
+        }
+        if self.falsified && !self.burst_error_rates.is_empty() {
+            let bursts: Vec<String> = self
+                .burst_error_rates
+                .iter()
+                .map(|b| format!("{} of {}: {}", b.errors, b.requests, b.text()))
+                .collect();
+            out.push(("bursts", bursts.join("; ")));
+        }
+        if let Some(b) = &self.blindness {
+            out.push(("what the rule cannot see", b.sentence()));
+        }
+        out
+    }
 }
 
 /// Evaluates every gate and the verdict.
@@ -149,6 +197,8 @@ pub fn decide(ctx: &Ctx, streaks: &[Streak]) -> (Vec<Gate>, Verdict) {
 
     gates.extend(ctx.preconditions());
 
+    let judged_requests: u64 = judged.iter().map(|(_, r)| r.count).sum();
+    let judged_errors: u64 = judged.iter().map(|(_, r)| r.err).sum();
     let falsified = streaks.iter().any(|s| s.judged);
     let failed: Vec<String> = gates
         .iter()
@@ -179,8 +229,8 @@ pub fn decide(ctx: &Ctx, streaks: &[Streak]) -> (Vec<Gate>, Verdict) {
         rule_text: rule.describe(),
         evidence_cap: lab.hypothesis.as_ref().and_then(|h| h.evidence_cap.clone()),
         judged_buckets: judged.len(),
-        judged_requests: judged.iter().map(|(_, r)| r.count).sum(),
-        judged_errors: judged.iter().map(|(_, r)| r.err).sum(),
+        judged_requests,
+        judged_errors,
         judged_runs,
         falsifying_windows: streaks.iter().filter(|s| s.judged).count(),
         worst_bucket_err_pct: worst.map_or(0.0, |w| round3(w.1.err_pct)),
@@ -188,6 +238,15 @@ pub fn decide(ctx: &Ctx, streaks: &[Streak]) -> (Vec<Gate>, Verdict) {
             .map(|(i, r)| format!("{q2_name}#{i} ({} {})", r.run_id, iso_s(r.start_ms))),
         failed_preconditions: failed,
         reasons,
+        judged_error_rate: ErrorRate::new(judged_errors, judged_requests),
+        burst_error_rates: streaks
+            .iter()
+            .filter(|s| s.judged)
+            .filter_map(|s| ErrorRate::new(s.err, s.requests))
+            .collect(),
+        blindness: strength::steady_rate_rps(judged.iter().map(|(_, r)| *r), rule)
+            .map(|rps| Blindness::of(rule, rps)),
+        interval_method: strength::METHOD,
     };
     (gates, verdict)
 }
@@ -799,6 +858,8 @@ pub fn decide_observation(ctx: &Ctx, checks: Vec<Gate>) -> (Vec<Gate>, Verdict) 
         Outcome::Held
     };
     let main: Vec<&BucketRow> = q2.iter().filter(|r| r.scenario == "main").collect();
+    let judged_requests: u64 = main.iter().map(|r| r.count).sum();
+    let judged_errors: u64 = main.iter().map(|r| r.err).sum();
     let worst = q2
         .iter()
         .enumerate()
@@ -822,8 +883,12 @@ pub fn decide_observation(ctx: &Ctx, checks: Vec<Gate>) -> (Vec<Gate>, Verdict) 
             .into_iter()
             .collect(),
         judged_buckets: main.len(),
-        judged_requests: main.iter().map(|r| r.count).sum(),
-        judged_errors: main.iter().map(|r| r.err).sum(),
+        judged_requests,
+        judged_errors,
+        judged_error_rate: ErrorRate::new(judged_errors, judged_requests),
+        burst_error_rates: Vec::new(),
+        blindness: None,
+        interval_method: strength::METHOD,
         falsifying_windows: 0,
         worst_bucket_err_pct: worst.map_or(0.0, |w| round3(w.1.err_pct)),
         worst_bucket: worst

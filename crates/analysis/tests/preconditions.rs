@@ -195,7 +195,7 @@ fn the_clean_pack_holds_with_every_precondition_passing() {
     let events_at = md.find("## Events").unwrap();
     assert!(events_at < md.find("## Gates").unwrap());
     assert!(
-        md.contains(&format!("| perturbation | 1 | rollout | {PID} | 2026-06-12T14:18:23.000Z | subject--r2 | 20.0 | 2 | yes |")),
+        md.contains(&format!("| perturbation | 1 | rollout | {PID} | 2026-06-12T14:18:23.000Z | subject--r2 | 20.0 | 2 | 3.279 % (95 % CI 0.400–11.347 %) | yes |")),
         "{md}"
     );
 }

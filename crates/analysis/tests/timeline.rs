@@ -159,6 +159,9 @@ fn report_html_lists_gates_then_timeline_then_each_event() {
             new_revision: Some("subject--rmx4ne7ih".into()),
             transition_s: Some(12.04),
             errors_in_window: 0,
+            window_error_rate: None,
+            worst_window_err_pct: None,
+            burst: false,
             observed: true,
             problem: None,
         },
@@ -171,6 +174,9 @@ fn report_html_lists_gates_then_timeline_then_each_event() {
             new_revision: None,
             transition_s: None,
             errors_in_window: 7,
+            window_error_rate: analysis::strength::ErrorRate::new(7, 2_000),
+            worst_window_err_pct: Some(0.7),
+            burst: false,
             observed: false,
             problem: Some("no ContainerStarted row <of> the replacement".into()),
         },
@@ -201,12 +207,12 @@ fn report_html_lists_gates_then_timeline_then_each_event() {
         );
     }
     assert!(page.contains(
-        r#"<tr class="event observed" data-step="perturbation" data-event="1"><td>perturbation</td><td>1</td><td>rollout</td><td>2025-12-01T12:03:13Z</td><td>subject--rmx4ne7ih</td><td>12.0</td><td>0</td><td>yes</td><td>perturbation-event-1-20261201T120253Z</td><td></td></tr>"#
+        r#"<tr class="event observed" data-step="perturbation" data-event="1"><td>perturbation</td><td>1</td><td>rollout</td><td>2025-12-01T12:03:13Z</td><td>subject--rmx4ne7ih</td><td>12.0</td><td>0</td><td></td><td>yes</td><td>perturbation-event-1-20261201T120253Z</td><td></td></tr>"#
     ), "{}", &page[per_event..per_event + 1500]);
     assert!(page.contains(
         r#"<tr class="event not-observed" data-step="supplemental-restart" data-event="2">"#
     ));
-    assert!(page.contains("<td>7</td><td>NO</td>"));
+    assert!(page.contains("<td>7</td><td>0.350 % (95 % CI 0.141–0.720 %)</td><td>NO</td>"));
     assert!(
         page.contains("no ContainerStarted row &lt;of&gt; the replacement"),
         "escaped"

@@ -98,6 +98,9 @@ pub fn print_summary(a: &analysis::Analysis, out: &std::path::Path) {
         v.judged_errors,
         v.worst_bucket_err_pct
     );
+    for (label, text) in v.strength_facts() {
+        println!("{label}: {text}");
+    }
     for r in &v.reasons {
         println!("why: {r}");
     }
