@@ -86,6 +86,9 @@ pub struct LabFile {
     /// `[[steps]]`: each step's name, staircase and scheduled events.
     #[serde(default)]
     pub steps: Vec<StepSpec>,
+    /// `[campaign]`: how several runs are judged together ([`crate::campaign`]).
+    #[serde(default)]
+    pub campaign: lab::Campaign,
 }
 
 /// One `[[load]]` entry (only what the analysis reads).

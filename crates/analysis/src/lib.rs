@@ -10,6 +10,7 @@
 //!
 //! **Invariant:** analysis does no network I/O and never writes outside the output directory.
 
+pub mod campaign;
 pub mod charts;
 pub mod checks;
 pub mod events;

@@ -391,6 +391,11 @@ pub fn pre_registration(lab: &Lab, file: &str, profile: &str) -> String {
             let _ = writeln!(o, "  - {:?} ({}): {}", c.name, c.kind, check_text(c));
         }
     }
+    let _ = writeln!(
+        o,
+        "\ncampaign (labctl campaign, several runs judged together):\n  {}",
+        lab.campaign.describe()
+    );
     apparatus(&mut o, lab);
     let _ = writeln!(
         o,

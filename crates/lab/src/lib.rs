@@ -28,7 +28,8 @@ pub mod validate;
 
 pub use checks::{CheckKind, Need};
 pub use schema::{
-    Action, App, Check, Hypothesis, Lab, LabKind, Load, LocalplaneTimings, Preconditions, Step,
+    Action, App, Campaign, Check, Hypothesis, Lab, LabKind, Load, LocalplaneTimings, Preconditions,
+    Step,
 };
 pub use validate::{Problem, Problems};
 

@@ -35,6 +35,10 @@ pub struct Lab {
     pub steps: Vec<Step>,
     #[serde(default)]
     pub checks: Vec<Check>,
+    /// `[campaign]`: how `labctl campaign` judges several runs of this lab together
+    /// (pre-registered like the rule; defaults when absent).
+    #[serde(default)]
+    pub campaign: Campaign,
     /// Emulator knob (ignored on Azure): how long localplane's platform steps take for every
     /// app of the lab, sent as the resource tag `localplane.timings`. The shipped labs' full
     /// profiles say `recorded` and their quick profiles `fast`.
@@ -111,6 +115,64 @@ pub struct Hypothesis {
     /// What the lab expects: `held` for a masking claim, `falsified` for a positive control.
     #[serde(default)]
     pub expect: Option<String>,
+}
+
+/// `[campaign]`: the verdict of several runs of one lab, pre-registered. Every run is listed
+/// with its verdict; an `invalid` run is never dropped: it counts against `min_valid_runs`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Campaign {
+    /// How many runs `labctl campaign run` makes when `--runs` is not given (the original
+    /// lab's 12 events are 4 quick runs of the rollout lab).
+    #[serde(default = "default_campaign_runs")]
+    pub runs: u32,
+    /// The campaign is `falsified` when at least this many valid runs are `falsified`.
+    #[serde(default = "one")]
+    pub falsified_runs: u32,
+    /// The campaign is `invalid` when fewer runs than this are valid (`held` or `falsified`);
+    /// without it, every run must be valid.
+    #[serde(default)]
+    pub min_valid_runs: Option<u32>,
+}
+
+/// Runs of a campaign when the lab does not say.
+pub const DEFAULT_CAMPAIGN_RUNS: u32 = 4;
+
+fn default_campaign_runs() -> u32 {
+    DEFAULT_CAMPAIGN_RUNS
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Default for Campaign {
+    fn default() -> Self {
+        Campaign {
+            runs: DEFAULT_CAMPAIGN_RUNS,
+            falsified_runs: 1,
+            min_valid_runs: None,
+        }
+    }
+}
+
+impl Campaign {
+    /// The valid runs a campaign of `runs` runs needs.
+    pub fn min_valid(&self, runs: u32) -> u32 {
+        self.min_valid_runs.unwrap_or(runs)
+    }
+
+    /// The campaign rule in words.
+    pub fn describe(&self) -> String {
+        let valid = match self.min_valid_runs {
+            Some(n) => format!("at least {n} run(s) valid"),
+            None => "every run valid".to_owned(),
+        };
+        format!(
+            "falsified when at least {} valid run(s) are falsified; invalid unless {valid} (an invalid run is listed, never dropped); {} runs by default",
+            self.falsified_runs, self.runs
+        )
+    }
 }
 
 /// The binding rule: falsified when, in a judged phase, `consecutive` windows of `window` each

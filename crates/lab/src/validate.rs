@@ -143,10 +143,42 @@ pub fn problems(lab: &Lab) -> Vec<Problem> {
     loads(&mut v, lab);
     steps(&mut v, lab);
     revisions(&mut v, lab);
+    campaign(&mut v, lab);
     for (i, c) in lab.checks.iter().enumerate() {
         check(&mut v, lab, i, c);
     }
     v.out
+}
+
+/// `[campaign]`: at least one run, a falsification count a campaign can reach, and no more
+/// valid runs demanded than it makes.
+fn campaign(v: &mut V, lab: &Lab) {
+    let c = &lab.campaign;
+    if c.runs == 0 {
+        v.top("campaign.runs", "must be at least 1");
+    }
+    if c.falsified_runs == 0 {
+        v.top("campaign.falsified_runs", "must be at least 1");
+    }
+    if let Some(m) = c.min_valid_runs {
+        if m == 0 {
+            v.top("campaign.min_valid_runs", "must be at least 1");
+        } else if m > c.runs {
+            v.top(
+                "campaign.min_valid_runs",
+                format!("{m} is more than the campaign's {} runs", c.runs),
+            );
+        }
+    }
+    if c.falsified_runs > c.runs {
+        v.top(
+            "campaign.falsified_runs",
+            format!(
+                "{} is more than the campaign's {} runs: it could never be falsified",
+                c.falsified_runs, c.runs
+            ),
+        );
+    }
 }
 
 fn head(v: &mut V, lab: &Lab) {

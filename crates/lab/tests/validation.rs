@@ -833,3 +833,50 @@ fn wait_ready_defaults_to_true_and_a_load_on_an_app_not_waited_for_has_no_ready_
         "{e}"
     );
 }
+
+#[test]
+fn a_campaign_table_is_checked_on_both_sides_of_each_bound() {
+    let base = shipped("startup-degraded");
+    let with = |t: &str| format!("{base}\n[campaign]\n{t}\n");
+    // Absent: 4 runs, one falsified run falsifies, every run must be valid.
+    let l = ok(&base, "quick");
+    assert_eq!(l.campaign, lab::Campaign::default());
+    assert_eq!((l.campaign.runs, l.campaign.min_valid(4)), (4, 4));
+    let l = ok(
+        &with("runs = 4\nfalsified_runs = 4\nmin_valid_runs = 4"),
+        "quick",
+    );
+    assert_eq!(l.campaign.min_valid_runs, Some(4));
+    assert!(
+        lab::describe::pre_registration(&l, "x", "quick")
+            .contains("falsified when at least 4 valid run(s) are falsified; invalid unless at least 4 run(s) valid"),
+    );
+    for (t, key, msg) in [
+        ("runs = 0", "campaign.runs", "must be at least 1"),
+        (
+            "falsified_runs = 0",
+            "campaign.falsified_runs",
+            "must be at least 1",
+        ),
+        (
+            "runs = 3\nfalsified_runs = 4",
+            "campaign.falsified_runs",
+            "could never be falsified",
+        ),
+        (
+            "runs = 3\nmin_valid_runs = 4",
+            "campaign.min_valid_runs",
+            "more than the campaign's 3 runs",
+        ),
+        (
+            "min_valid_runs = 0",
+            "campaign.min_valid_runs",
+            "must be at least 1",
+        ),
+    ] {
+        let e = err(&with(t), "quick");
+        assert!(e.contains(key) && e.contains(msg), "{t}: {e}");
+    }
+    let e = err(&with("runs = 4\nevery = 2"), "quick");
+    assert!(e.contains("every"), "{e}");
+}

@@ -45,6 +45,9 @@ enum Command {
     /// The lab catalogue: list the labs, show one's pre-registration, run one end to end
     /// (`lab list`, `lab show NAME`, `lab run NAME --profile quick`).
     Lab(cmd::lab::Args),
+    /// Several runs of one lab judged together by its pre-registered [campaign] table
+    /// (`campaign run NAME --runs 4`, `campaign report PACK...`).
+    Campaign(cmd::campaign::Args),
     /// Drive one phase by hand against deployed apps and jobs (the original trigger.sh).
     Trigger(cmd::trigger::Args),
     /// Start a Container Apps job with env changes (update-then-start or override).
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Lab(a) => cmd::lab::run(a),
+        Command::Campaign(a) => cmd::campaign::run(a),
         Command::Trigger(a) => cmd::trigger::run(a),
         Command::Job(a) => cmd::job::run(a),
         Command::Local(a) => cmd::local::run(a),

@@ -351,3 +351,79 @@ fn the_dashboard_listens_on_127_0_0_1_only() {
     assert_eq!(code, 0);
     assert!(text.contains("--dashboard"), "{text}");
 }
+
+/// A copy of the real quick rollout pack named `name` under `root`.
+fn pack_copy(root: &std::path::Path, name: &str) -> PathBuf {
+    let (tmp, dir) = testkit::pack::copy_fixture(
+        &fixture("quick-rollout-pack"),
+        &["lab.toml", "profile", "runs.json"],
+    );
+    let to = root.join(name);
+    std::fs::rename(&dir, &to).unwrap();
+    drop(tmp);
+    to
+}
+
+#[test]
+fn campaign_report_judges_packs_together_and_its_exit_code_is_the_verdict() {
+    let root = tempfile::tempdir().unwrap();
+    let packs: Vec<String> = (0..2)
+        .map(|i| {
+            pack_copy(root.path(), &format!("startup-degraded-20261201T12000{i}Z"))
+                .display()
+                .to_string()
+        })
+        .collect();
+    let out = root.path().join("campaign").display().to_string();
+    let (code, text) = labctl(&["campaign", "report", &packs[0], &packs[1], "--out", &out]);
+    assert_eq!(code, 0, "{text}");
+    for w in [
+        "campaign verdict: held",
+        "events with a burst: 0 of 10; the per-event burst probability is below 30.850 % at 95 %",
+        "campaign report: ",
+    ] {
+        assert!(text.contains(w), "{w:?} in:\n{text}");
+    }
+    assert!(root.path().join("campaign/campaign.md").is_file());
+    assert!(root.path().join("campaign/campaign.json").is_file());
+    // Packs of another lab: refused, exit 1, saying why.
+    let other = pack_copy(root.path(), "other-lab-20261201T120000Z");
+    let (code, text) = labctl(&[
+        "campaign",
+        "report",
+        &packs[0],
+        &other.display().to_string(),
+        "--out",
+        &out,
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("different labs or rules"), "{text}");
+    // Not a pack.
+    let (code, text) = labctl(&["campaign", "report", "/nonexistent/pack"]);
+    assert_eq!(code, 1);
+    assert!(
+        text.contains("/nonexistent/pack is not an evidence pack directory"),
+        "{text}"
+    );
+}
+
+#[test]
+fn campaign_run_refuses_a_lab_it_cannot_find_and_zero_runs() {
+    let (code, _, err) = labctl_in(
+        &shipped_labs(),
+        &["campaign", "run", "startup-degradd", "--runs", "2"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no lab named 'startup-degradd'"), "{err}");
+    let (code, _, err) = labctl_in(
+        &shipped_labs(),
+        &["campaign", "run", "startup-degraded", "--runs", "0"],
+    );
+    assert_eq!(code, 2, "a usage error: {err}");
+    let (code, out, _) = labctl_in(&shipped_labs(), &["campaign", "run", "--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("--runs <N>") && out.contains("[campaign]"),
+        "{out}"
+    );
+}

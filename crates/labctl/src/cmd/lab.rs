@@ -113,7 +113,7 @@ pub enum Progress {
     Quiet,
 }
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct RunArgs {
     /// The lab: a file path, or the bare name of a lab in --labs-dir (`startup-degraded` means
     /// `<labs dir>/startup-degraded.toml` when no file of that name exists).
@@ -518,6 +518,12 @@ fn chown_tree(path: &Path, (uid, gid): (u32, u32)) -> anyhow::Result<()> {
 }
 
 fn run_lab(a: RunArgs) -> anyhow::Result<u8> {
+    run_once(a).map(|(code, _)| code)
+}
+
+/// Runs the lab once as `lab run` does (the evidence handed over when asked); its exit code and
+/// its evidence pack (`None` when the run stopped before it had one).
+pub fn run_once(a: RunArgs) -> anyhow::Result<(u8, Option<PathBuf>)> {
     let lab = resolve_lab(&a.lab, &a.labs_dir)?;
     let handover = match a.evidence_owner {
         Some(o) => Some(Handover::prepare(o, &a.out)?),
@@ -529,12 +535,12 @@ fn run_lab(a: RunArgs) -> anyhow::Result<u8> {
         && let Err(e) = h.apply(&out)
     {
         eprintln!("labctl: {e:#}");
-        return result.and(Ok(exit::ERROR));
+        return result.map(|(_, pack)| (exit::ERROR, pack));
     }
     result
 }
 
-fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
+fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<(u8, Option<PathBuf>)> {
     let out_dir = a.out.clone();
     let dashboard = a.dashboard;
     let opts = run_options(a, lab)?;
@@ -552,7 +558,9 @@ fn run_resolved(a: RunArgs, lab: PathBuf) -> anyhow::Result<u8> {
         if let Some(d) = live {
             d.stop();
         }
-        Ok(report_outcome(out?))
+        let out = out?;
+        let pack = out.pack.clone();
+        Ok((report_outcome(out), Some(pack)))
     })
 }
 

@@ -1,6 +1,7 @@
 //! One module per `labctl` command, plus the flags they share.
 
 pub mod analyze;
+pub mod campaign;
 pub mod dashboard;
 pub mod deploy;
 pub mod job;
