@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::strength::{self, Blindness, ErrorRate, pct_text};
 use crate::verdict::{Outcome, Status};
-use crate::{Analysis, Error};
+use crate::{Analysis, Error, EventSummary};
 
 /// One run of the campaign.
 #[derive(Clone, Debug, Serialize)]
@@ -36,19 +36,12 @@ pub struct CampaignRun {
     pub events: usize,
 }
 
-/// One event of a valid run, pooled.
+/// One event of a valid run, pooled: the run's pack and the event as its report lists it.
 #[derive(Clone, Debug, Serialize)]
 pub struct PooledEvent {
     pub pack: String,
-    pub step: String,
-    pub event: u32,
-    pub kind: String,
-    pub transition_s: Option<f64>,
-    pub errors_in_window: u64,
-    pub window_error_rate: Option<ErrorRate>,
-    pub worst_window_err_pct: Option<f64>,
-    pub burst: bool,
-    pub observed: bool,
+    #[serde(flatten)]
+    pub event: EventSummary,
 }
 
 /// The share of pooled events with a burst, with its exact 95 % interval.
@@ -177,7 +170,7 @@ pub fn judge(packs: &[(PathBuf, Analysis)]) -> Result<Campaign, CampaignError> {
         falsified_runs: falsified,
         pooled_error_rate: ErrorRate::new(err, req),
         bursts: burst_share(&events),
-        worst_windows: spread(events.iter().filter_map(|e| e.worst_window_err_pct)),
+        worst_windows: spread(events.iter().filter_map(|e| e.event.worst_window_err_pct)),
         events,
         runs,
         blindness,
@@ -228,15 +221,7 @@ fn pool(valid: &[&(PathBuf, Analysis)]) -> Vec<PooledEvent> {
             let pack = pack_name(d);
             a.events.iter().map(move |e| PooledEvent {
                 pack: pack.clone(),
-                step: e.step.clone(),
-                event: e.event,
-                kind: e.kind.clone(),
-                transition_s: e.transition_s,
-                errors_in_window: e.errors_in_window,
-                window_error_rate: e.window_error_rate,
-                worst_window_err_pct: e.worst_window_err_pct,
-                burst: e.burst,
-                observed: e.observed,
+                event: e.clone(),
             })
         })
         .collect()
@@ -264,7 +249,7 @@ fn run_of(dir: &Path, a: &Analysis) -> CampaignRun {
 
 fn burst_share(events: &[PooledEvent]) -> Option<BurstShare> {
     let n = events.len() as u64;
-    let k = events.iter().filter(|e| e.burst).count() as u64;
+    let k = events.iter().filter(|e| e.event.burst).count() as u64;
     // The same exact interval as an error rate: k "failures" in n trials.
     ErrorRate::new(k, n).map(|r| BurstShare {
         events: n,
@@ -358,11 +343,11 @@ impl Campaign {
             );
         }
         md.push_str("\n## Events of the valid runs\n\n| pack | step | event | kind | transition s | errors in window | windows' error rate (95 % CI) | worst window | burst | observed |\n|---|---|---|---|---|---|---|---|---|---|\n");
-        for e in &self.events {
+        for PooledEvent { pack, event: e } in &self.events {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                e.pack,
+                pack,
                 e.step,
                 e.event,
                 e.kind,
