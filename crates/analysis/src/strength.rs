@@ -64,11 +64,6 @@ impl ErrorRate {
             pct_text(self.hi_pct)
         )
     }
-
-    /// The interval alone: `0.000–0.011 %`.
-    pub fn interval_text(&self) -> String {
-        format!("{}–{} %", pct_text(self.lo_pct), pct_text(self.hi_pct))
-    }
 }
 
 /// The steady request rate of `rows` (windows of `rule`'s length): the median window's requests
@@ -137,7 +132,7 @@ fn beta_quantile(a: f64, b: f64, p: f64) -> f64 {
 /// The regularised incomplete beta function I_x(a, b), from its continued fraction (evaluated
 /// by the modified Lentz method) on the side of x where it converges fast, and the symmetry
 /// I_x(a, b) = 1 - I_{1-x}(b, a) on the other.
-pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
+fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }
