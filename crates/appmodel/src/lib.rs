@@ -21,6 +21,17 @@ use serde_json::{Map, Value};
 /// Fields this crate does not model, kept verbatim for round-trips.
 pub type Extra = Map<String, Value>;
 
+/// A list that may be `null` on the wire: ARM, and the clients that send back what a GET gave
+/// them (the az CLI's `containerapp create` sends `"traffic": null`, `"probes": null`), mean
+/// "none" by it.
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
 /// Declares a `modelAsString` enum: known variants plus `Other(String)`.
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
@@ -42,12 +53,14 @@ macro_rules! string_enum {
             }
         }
 
+        /// ARM reads enum values case-insensitively (the az CLI sends
+        /// `"activeRevisionsMode": "multiple"`); an unknown one is kept verbatim.
         impl From<&str> for $name {
             fn from(s: &str) -> Self {
-                match s {
-                    $($text => $name::$variant,)*
-                    other => $name::Other(other.to_owned()),
-                }
+                $(if s.eq_ignore_ascii_case($text) {
+                    return $name::$variant;
+                })*
+                $name::Other(s.to_owned())
             }
         }
 
@@ -281,7 +294,11 @@ pub struct Ingress {
     pub target_port: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub traffic: Vec<TrafficWeight>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sticky_sessions: Option<StickySessions>,
@@ -324,7 +341,11 @@ pub struct Template {
     pub revision_suffix: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination_grace_period_seconds: Option<u64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub containers: Vec<Container>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale: Option<Scale>,
@@ -344,11 +365,19 @@ pub struct Container {
     pub command: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub env: Vec<EnvVar>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ContainerResources>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub probes: Vec<Probe>,
     #[serde(flatten)]
     pub extra: Extra,
@@ -491,7 +520,11 @@ pub struct Scale {
     /// Seconds between checks of each event-driven rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub polling_interval: Option<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub rules: Vec<ScaleRule>,
     #[serde(flatten)]
     pub extra: Extra,
@@ -531,7 +564,11 @@ pub struct ScaleRule {
 pub struct HttpScaleRule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub auth: Vec<ScaleRuleAuth>,
     #[serde(flatten)]
     pub extra: Extra,
@@ -543,7 +580,11 @@ pub struct HttpScaleRule {
 pub struct TcpScaleRule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub auth: Vec<ScaleRuleAuth>,
     #[serde(flatten)]
     pub extra: Extra,
@@ -557,7 +598,11 @@ pub struct CustomScaleRule {
     pub kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub auth: Vec<ScaleRuleAuth>,
     #[serde(flatten)]
     pub extra: Extra,
@@ -571,7 +616,11 @@ pub struct QueueScaleRule {
     pub queue_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_length: Option<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub auth: Vec<ScaleRuleAuth>,
     #[serde(flatten)]
     pub extra: Extra,
@@ -664,7 +713,7 @@ pub struct ReplicaProperties {
     pub running_state: Option<ReplicaRunningState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_state_details: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub containers: Vec<ReplicaContainer>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_containers: Option<Vec<ReplicaContainer>>,
@@ -767,9 +816,17 @@ pub struct ScheduleTriggerConfig {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JobExecutionTemplate {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub containers: Vec<Container>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub init_containers: Vec<Container>,
     #[serde(flatten)]
     pub extra: Extra,
