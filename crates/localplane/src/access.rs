@@ -74,16 +74,31 @@ impl Access {
     }
 }
 
-/// Middleware: 401 with ARM's error body unless the request carries `Bearer <token>`.
+/// Middleware: 401 with ARM's error body unless the request carries `Bearer <token>` or a
+/// token the identity endpoint issued ([`crate::tenancy::token_proof`]). The cloud's metadata
+/// and the identity endpoint are open: a client reads them before it has a token (the identity
+/// endpoint demands the token itself as its `X-IDENTITY-HEADER`).
 pub async fn require_token(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    if path == "/metadata/endpoints" || path == crate::tenancy::IDENTITY_PATH {
+        return next.run(req).await;
+    }
     let header = req.headers().get(http::header::AUTHORIZATION);
+    let issued = |given: &[u8]| {
+        let proof = crate::tenancy::token_proof(&token);
+        given.split(|b| *b == b'.').count() == 3
+            && given
+                .rsplit(|b| *b == b'.')
+                .next()
+                .is_some_and(|sig| constant_time_eq(sig, proof.as_bytes()))
+    };
     let error = match header.map(|h| h.as_bytes()) {
         None => Some((
             "AuthenticationFailed",
             "Authentication failed. The 'Authorization' header is missing.",
         )),
         Some(h) => match h.strip_prefix(b"Bearer ") {
-            Some(given) if constant_time_eq(given, token.as_bytes()) => None,
+            Some(given) if constant_time_eq(given, token.as_bytes()) || issued(given) => None,
             Some(_) => Some(("InvalidAuthenticationToken", "The access token is invalid.")),
             None => Some((
                 "AuthenticationFailed",

@@ -5,132 +5,24 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use axum::Router;
-use axum::extract::{Path, Request, State};
-use axum::middleware::{self, Next};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ArmError;
-use crate::faults;
-use crate::handler::{ApiState, op_urls, parse_body, valid_name, with_lro};
+use crate::handler::{ApiState, Origin, op_urls, parse_body, valid_name, with_lro};
+use crate::listing;
 use crate::model::{Knobs, from_json, ingress_spec, merge_patch, secrets_of, template_spec};
-use crate::plane::{App, EnvRes, OpStatus, Plane, Revision, key, random_suffix};
+use crate::plane::{App, EnvRes, OpResult, OpStatus, Plane, Revision, key, random_suffix};
 
-type ArmResult = Result<Response, ArmError>;
-
-const P: &str = "/subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.App";
-
-pub fn router(state: ApiState) -> Router {
-    let arm = Router::new()
-        .route(&format!("{P}/managedEnvironments/{{env}}"), put(put_env).get(get_env))
-        .route(&format!("{P}/containerApps"), get(list_apps))
-        .route(
-            &format!("{P}/containerApps/{{app}}"),
-            put(put_app).get(get_app).patch(patch_app).delete(delete_app),
-        )
-        .route(&format!("{P}/containerApps/{{app}}/revisions"), get(list_revisions))
-        .route(&format!("{P}/containerApps/{{app}}/revisions/{{rev}}"), get(get_revision))
-        .route(
-            &format!("{P}/containerApps/{{app}}/revisions/{{rev}}/{{action}}"),
-            post(revision_action).get(list_replicas_via_action),
-        )
-        .route(
-            &format!("{P}/containerApps/{{app}}/revisions/{{rev}}/replicas/{{replica}}"),
-            get(get_replica),
-        )
-        .route(
-            &format!("{P}/jobs/{{job}}"),
-            put(crate::jobs::put_job)
-                .get(crate::jobs::get_job)
-                .patch(crate::jobs::patch_job)
-                .delete(crate::jobs::delete_job),
-        )
-        .route(&format!("{P}/jobs/{{job}}/start"), post(crate::jobs::start_job))
-        .route(&format!("{P}/jobs/{{job}}/executions"), get(crate::jobs::list_executions))
-        .route(
-            &format!("{P}/jobs/{{job}}/executions/{{exec}}"),
-            get(crate::jobs::get_execution),
-        )
-        .route(
-            &format!("{P}/jobs/{{job}}/executions/{{exec}}/stop"),
-            post(crate::jobs::stop_execution),
-        )
-        .route(
-            "/subscriptions/{sub}/providers/Microsoft.App/locations/{loc}/containerappOperationStatuses/{op}",
-            get(op_status),
-        )
-        .route(
-            "/subscriptions/{sub}/providers/Microsoft.App/locations/{loc}/containerappOperationResults/{op}",
-            get(op_result),
-        )
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn(require_api_version))
-        .layer(middleware::from_fn_with_state(state.faults.clone(), faults::inject))
-        .with_state(state.clone());
-    let admin = Router::new()
-        .route(
-            "/localplane/faults",
-            post(faults::post_faults).delete(faults::delete_faults),
-        )
-        .with_state(state.faults.clone())
-        .route("/localplane/healthz", get(|| async { "ok" }))
-        .method_not_allowed_fallback(method_not_allowed)
-        .merge(
-            Router::new()
-                .route("/localplane/apps/{app}/endpoints", get(app_endpoints))
-                .with_state(state.clone()),
-        );
-    let inner = admin.merge(arm);
-    Router::new()
-        .fallback_service(inner)
-        .layer(middleware::from_fn(normalize_path))
-        .layer(middleware::from_fn(arm_shaped_errors))
-}
-
-/// Every error answer in ARM's shape: axum's own rejections (an undecodable path segment, a
-/// body it could not read) are plain text; they become `{"error":{"code","message"}}` with the
-/// same status and their text as the message.
-async fn arm_shaped_errors(req: Request, next: Next) -> Response {
-    let resp = next.run(req).await;
-    let status = resp.status();
-    let is_json = resp
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
-        return resp;
-    }
-    let text = match axum::body::to_bytes(resp.into_body(), 64 * 1024).await {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) => format!("(unreadable error body: {e})"),
-    };
-    let code = match status {
-        StatusCode::BAD_REQUEST => "InvalidRequestContent",
-        StatusCode::NOT_FOUND => "NotFound",
-        StatusCode::METHOD_NOT_ALLOWED => "MethodNotAllowed",
-        StatusCode::PAYLOAD_TOO_LARGE => "RequestTooLarge",
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => "UnsupportedMediaType",
-        s if s.is_server_error() => "InternalServerError",
-        _ => "BadRequest",
-    };
-    let message = if text.is_empty() {
-        status.canonical_reason().unwrap_or("error").to_owned()
-    } else {
-        text
-    };
-    ArmError::new(status, code, message).into_response()
-}
+pub(crate) type ArmResult = Result<Response, ArmError>;
 
 /// Admin (not ARM): an app's ingress address and the replica endpoints it routes to now, for
 /// benchmarks and debugging.
-async fn app_endpoints(State(s): State<ApiState>, Path(app): Path<String>) -> ArmResult {
+pub(crate) async fn app_endpoints(State(s): State<ApiState>, Path(app): Path<String>) -> ArmResult {
     let st = s.plane.lock();
     let a = st
         .apps
@@ -145,109 +37,14 @@ async fn app_endpoints(State(s): State<ApiState>, Path(app): Path<String>) -> Ar
     Ok(axum::Json(json!({"ingress": a.fqdn(), "backends": backends})).into_response())
 }
 
-async fn not_found(req: Request) -> ArmError {
-    ArmError::new(
-        StatusCode::NOT_FOUND,
-        "NoRegisteredProviderFound",
-        format!(
-            "localplane does not serve {} {} (only a Microsoft.App subset)",
-            req.method(),
-            req.uri().path()
-        ),
-    )
-}
-
-/// A known path with a method it does not serve: ARM's error body (axum's default is empty).
-async fn method_not_allowed(req: Request) -> ArmError {
-    ArmError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "MethodNotAllowed",
-        format!(
-            "The method {} is not allowed on {}.",
-            req.method(),
-            req.uri().path()
-        ),
-    )
-}
-
-/// ARM paths are case-insensitive: canonicalise the fixed segments before routing.
-async fn normalize_path(mut req: Request, next: Next) -> Response {
-    const CANON: &[&str] = &[
-        "subscriptions",
-        "resourceGroups",
-        "providers",
-        "Microsoft.App",
-        "managedEnvironments",
-        "containerApps",
-        "revisions",
-        "replicas",
-        "jobs",
-        "executions",
-        "start",
-        "stop",
-        "restart",
-        "activate",
-        "deactivate",
-        "locations",
-        "containerappOperationStatuses",
-        "containerappOperationResults",
-    ];
-    let path = req.uri().path();
-    if path.starts_with("/subscriptions") || path.to_ascii_lowercase().starts_with("/subscriptions")
-    {
-        let segs: Vec<String> = path
-            .split('/')
-            .enumerate()
-            .map(|(i, s)| {
-                // Even positions (after the leading empty one) and the provider namespace are
-                // keywords; odd positions are names and keep their case.
-                if i % 2 == 1 || s.eq_ignore_ascii_case("Microsoft.App") {
-                    CANON
-                        .iter()
-                        .find(|c| c.eq_ignore_ascii_case(s))
-                        .map_or_else(|| s.to_string(), |c| c.to_string())
-                } else {
-                    s.to_string()
-                }
-            })
-            .collect();
-        let new_path = segs.join("/");
-        let pq = match req.uri().query() {
-            Some(q) => format!("{new_path}?{q}"),
-            None => new_path,
-        };
-        if let Ok(uri) = pq.parse() {
-            *req.uri_mut() = uri;
-        }
-    }
-    next.run(req).await
-}
-
-async fn require_api_version(req: Request, next: Next) -> Response {
-    let has = req
-        .uri()
-        .query()
-        .map(|q| {
-            q.split('&')
-                .any(|kv| kv.starts_with("api-version=") && kv.len() > 12)
-        })
-        .unwrap_or(false);
-    if !has {
-        return ArmError::bad_request(
-            "MissingApiVersionParameter",
-            "The api-version query parameter (?api-version=) is required for all requests.",
-        )
-        .into_response();
-    }
-    next.run(req).await
-}
-
-async fn put_env(
+pub(crate) async fn put_env(
     State(s): State<ApiState>,
+    origin: Origin,
     Path((sub, rg, name)): Path<(String, String, String)>,
     body: Bytes,
 ) -> ArmResult {
-    let body = parse_body(&body)?;
+    let mut body = parse_body(&body)?;
+    crate::model::strip_nulls(&mut body);
     let mut st = s.plane.lock();
     let existed = st.envs.contains_key(&key(&name));
     let env = EnvRes {
@@ -263,9 +60,11 @@ async fn put_env(
         properties: body.get("properties").cloned().unwrap_or(json!({})),
     };
     let location = env.location.clone();
-    let out = env_json(&env);
+    let out = listing::env_json(&env);
+    let id = out["id"].as_str().unwrap_or_default().to_owned();
     st.envs.insert(key(&name), env);
     let op = s.plane.new_op(&mut st, &sub, &location, true);
+    Plane::set_op_result(&mut st, &op, OpResult::Resource(id));
     drop(st);
     s.plane.persist();
     let code = if existed {
@@ -276,29 +75,13 @@ async fn put_env(
     Ok(with_lro(
         (code, axum::Json(out)).into_response(),
         &s.plane,
+        &origin,
         &op,
         false,
     ))
 }
 
-fn env_json(e: &EnvRes) -> Value {
-    let mut props = e.properties.clone();
-    if let Some(p) = props.as_object_mut() {
-        p.insert("provisioningState".into(), json!("Succeeded"));
-        p.insert("defaultDomain".into(), json!(crate::plane::DEFAULT_DOMAIN));
-        p.insert("staticIp".into(), json!("127.0.0.1"));
-    }
-    json!({
-        "id": format!("/subscriptions/{}/resourceGroups/{}/providers/Microsoft.App/managedEnvironments/{}", e.sub, e.rg, e.name),
-        "name": e.name,
-        "type": "Microsoft.App/managedEnvironments",
-        "location": e.location,
-        "tags": e.tags,
-        "properties": props,
-    })
-}
-
-async fn get_env(
+pub(crate) async fn get_env(
     State(s): State<ApiState>,
     Path((_sub, rg, name)): Path<(String, String, String)>,
 ) -> ArmResult {
@@ -307,37 +90,70 @@ async fn get_env(
         .envs
         .get(&key(&name))
         .ok_or_else(|| ArmError::not_found("Microsoft.App/managedEnvironments", &name, &rg))?;
-    Ok(axum::Json(env_json(e)).into_response())
+    Ok(axum::Json(listing::env_json(e)).into_response())
+}
+
+/// `DELETE` of an environment: refused while an app or a job is in it (ARM's 409: Azure
+/// deletes an environment only once it is empty); 204 when there is no such environment.
+pub(crate) async fn delete_env(
+    State(s): State<ApiState>,
+    origin: Origin,
+    Path((sub, _rg, name)): Path<(String, String, String)>,
+) -> ArmResult {
+    let mut st = s.plane.lock();
+    let Some(env) = st.envs.get(&key(&name)) else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    let suffix = format!("/managedenvironments/{}", env.name.to_ascii_lowercase());
+    let in_env = |props: &Value| {
+        ["environmentId", "managedEnvironmentId"].iter().any(|k| {
+            props
+                .get(*k)
+                .and_then(Value::as_str)
+                .is_some_and(|id| id.to_ascii_lowercase().ends_with(&suffix))
+        })
+    };
+    let users: Vec<String> = st
+        .apps
+        .values()
+        .filter(|a| in_env(&a.properties))
+        .map(|a| a.name.clone())
+        .chain(
+            st.jobs
+                .values()
+                .filter(|j| in_env(&j.properties))
+                .map(|j| j.name.clone()),
+        )
+        .collect();
+    if !users.is_empty() {
+        return Err(ArmError::new(
+            StatusCode::CONFLICT,
+            "ManagedEnvironmentHasContainerApps",
+            format!(
+                "Managed environment '{name}' still holds {}; delete them first.",
+                users.join(", ")
+            ),
+        ));
+    }
+    let location = env.location.clone();
+    st.envs.remove(&key(&name));
+    let op = s.plane.new_op(&mut st, &sub, &location, true);
+    drop(st);
+    s.plane.persist();
+    Ok(with_lro(
+        StatusCode::ACCEPTED.into_response(),
+        &s.plane,
+        &origin,
+        &op,
+        true,
+    ))
 }
 
 fn app_not_found(name: &str, rg: &str) -> ArmError {
     ArmError::not_found("Microsoft.App/containerApps", name, rg)
 }
 
-fn app_provisioning(st: &crate::plane::State, app: &App) -> &'static str {
-    let pending = app.pending_ops.iter().any(|o| {
-        st.ops
-            .get(o)
-            .is_some_and(|op| op.status == OpStatus::InProgress)
-    });
-    if pending { "InProgress" } else { "Succeeded" }
-}
-
-async fn list_apps(
-    State(s): State<ApiState>,
-    Path((_sub, rg)): Path<(String, String)>,
-) -> ArmResult {
-    let st = s.plane.lock();
-    let value: Vec<Value> = st
-        .apps
-        .values()
-        .filter(|a| a.rg.eq_ignore_ascii_case(&rg))
-        .map(|a| a.to_json(app_provisioning(&st, a)))
-        .collect();
-    Ok(axum::Json(json!({ "value": value })).into_response())
-}
-
-async fn get_app(
+pub(crate) async fn get_app(
     State(s): State<ApiState>,
     Path((_sub, rg, name)): Path<(String, String, String)>,
 ) -> ArmResult {
@@ -346,20 +162,22 @@ async fn get_app(
         .apps
         .get(&key(&name))
         .ok_or_else(|| app_not_found(&name, &rg))?;
-    Ok(axum::Json(app.to_json(app_provisioning(&st, app))).into_response())
+    Ok(axum::Json(app.to_json(listing::app_provisioning(&st, app))).into_response())
 }
 
-async fn put_app(
+pub(crate) async fn put_app(
     State(s): State<ApiState>,
+    origin: Origin,
     Path((sub, rg, name)): Path<(String, String, String)>,
     body: Bytes,
 ) -> ArmResult {
     let body = parse_body(&body)?;
-    upsert_app(&s, &sub, &rg, &name, body, false).await
+    upsert_app(&s, &origin, &sub, &rg, &name, body, false).await
 }
 
-async fn patch_app(
+pub(crate) async fn patch_app(
     State(s): State<ApiState>,
+    origin: Origin,
     Path((sub, rg, name)): Path<(String, String, String)>,
     body: Bytes,
 ) -> ArmResult {
@@ -380,7 +198,7 @@ async fn patch_app(
         json!({"location": app.location, "tags": app.tags, "properties": props})
     };
     merge_patch(&mut current, &patch);
-    upsert_app(&s, &sub, &rg, &name, current, true).await
+    upsert_app(&s, &origin, &sub, &rg, &name, current, true).await
 }
 
 /// A container app name as the service takes it, or its 400 `ContainerAppInvalidName`.
@@ -398,6 +216,7 @@ fn check_app_name(name: &str) -> Result<(), ArmError> {
 
 async fn upsert_app(
     s: &ApiState,
+    origin: &Origin,
     sub: &str,
     rg: &str,
     name: &str,
@@ -411,17 +230,7 @@ async fn upsert_app(
         traffic_of(st.apps.get(&key(name)), name, &parsed)?
     };
     // Bind a listener up front (cheap; dropped if the app already has one).
-    let listener = if parsed.ingress.is_some() {
-        Some(std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| {
-            ArmError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "InternalServerError",
-                format!("cannot bind ingress: {e}"),
-            )
-        })?)
-    } else {
-        None
-    };
+    let listener = bind_ingress(parsed.ingress.is_some())?;
     let plane = &s.plane;
     let mut guard = plane.lock();
     let st = &mut *guard;
@@ -446,6 +255,7 @@ async fn upsert_app(
     let Some(app) = st.apps.get_mut(&k) else {
         return Err(app_not_found(name, rg));
     };
+    let app_id = app.id();
     app.tags = tags;
     app.properties = props;
     app.knobs = knobs;
@@ -461,6 +271,7 @@ async fn upsert_app(
     }
     let new_revision = add_revision_if_changed(app, template, spec)?;
     let op = plane.new_op(st, sub, &location, !new_revision);
+    Plane::set_op_result(st, &op, OpResult::Resource(app_id));
     let Some(app) = st.apps.get_mut(&k) else {
         return Err(app_not_found(name, rg));
     };
@@ -490,9 +301,26 @@ async fn upsert_app(
     Ok(with_lro(
         (code, axum::Json(out)).into_response(),
         plane,
+        origin,
         &op,
         location_header,
     ))
+}
+
+/// A listener for an app's ingress on a free loopback port, when `wanted`.
+fn bind_ingress(wanted: bool) -> Result<Option<std::net::TcpListener>, ArmError> {
+    if !wanted {
+        return Ok(None);
+    }
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .map(Some)
+        .map_err(|e| {
+            ArmError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalServerError",
+                format!("cannot bind ingress: {e}"),
+            )
+        })
 }
 
 /// A new app `name` with what `body` asks for, no revision yet and no controller running.
@@ -601,9 +429,14 @@ struct AppBody {
 }
 
 /// Reads a container app body as the wire model (`appmodel::ContainerApp`, what `arm` sends)
-/// and validates it: `properties` and `properties.template` are required, the template and the
-/// ingress are checked as the service checks them, the `localplane.*` tags are read as knobs.
-fn parse_app_body(body: Value) -> Result<AppBody, ArmError> {
+/// and validates it (`null` members read as absent): `properties` and `properties.template` are
+/// required, the template and the ingress are checked as the service checks them, the
+/// `localplane.*` tags are read as knobs.
+fn parse_app_body(mut body: Value) -> Result<AppBody, ArmError> {
+    crate::model::strip_nulls(&mut body);
+    if let Some(props) = body.get_mut("properties") {
+        crate::traffic::normalize_raw_weights(props)?;
+    }
     let Some(props) = body.get("properties").filter(|p| p.is_object()) else {
         return Err(ArmError::bad_request(
             "InvalidRequestContent",
@@ -616,7 +449,6 @@ fn parse_app_body(body: Value) -> Result<AppBody, ArmError> {
             "'properties.template' is required",
         ));
     };
-    crate::traffic::check_raw_weights(props)?;
     crate::retention::check_raw(props)?;
     let app: appmodel::ContainerApp = from_json(&body, "")?;
     let template_typed = app.properties.template.unwrap_or_default();
@@ -630,7 +462,6 @@ fn parse_app_body(body: Value) -> Result<AppBody, ArmError> {
         .filter(|t| t.is_object())
         .unwrap_or(json!({}));
     let knobs = Knobs::from_tags(Some(&tags))?;
-    let mut body = body;
     let props = body
         .get_mut("properties")
         .map(Value::take)
@@ -679,15 +510,48 @@ pub fn start_ingress(
     Ok(())
 }
 
-async fn delete_app(
+pub(crate) async fn delete_app(
     State(s): State<ApiState>,
+    origin: Origin,
     Path((sub, _rg, name)): Path<(String, String, String)>,
 ) -> ArmResult {
     let plane = s.plane.clone();
-    let mut st = plane.lock();
-    let Some(app) = st.apps.remove(&key(&name)) else {
+    let Some((location, stopped)) = remove_app(&plane, &name) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
+    let op = {
+        let mut st = plane.lock();
+        plane.new_op(&mut st, &sub, &location, false)
+    };
+    let p2 = plane.clone();
+    let op2 = op.clone();
+    plane.ctx.tracker.spawn(async move {
+        stopped.await;
+        let mut st = p2.lock();
+        Plane::finish_op(&mut st, &op2, OpStatus::Succeeded, None);
+    });
+    plane.persist();
+    Ok(with_lro(
+        StatusCode::ACCEPTED.into_response(),
+        &plane,
+        &origin,
+        &op,
+        true,
+    ))
+}
+
+/// Removes app `name` (an app delete, or its resource group's): its controller and ingress
+/// stop, every replica leaves routing and gets SIGTERM with its grace period. Returns the
+/// app's location and a future that ends when its replicas have stopped; `None` when there
+/// is no such app.
+pub(crate) fn remove_app(
+    plane: &Arc<Plane>,
+    name: &str,
+) -> Option<(
+    String,
+    impl std::future::Future<Output = ()> + Send + 'static,
+)> {
+    let app = plane.lock().apps.remove(&key(name))?;
     app.controller_stop.cancel();
     app.ingress_stop.cancel();
     let replicas: Vec<_> = app
@@ -700,30 +564,18 @@ async fn delete_app(
         r.routable.store(false, Ordering::SeqCst);
         r.cancel.cancel();
     }
-    let op = plane.new_op(&mut st, &sub, &app.location, false);
-    drop(st);
-    let p2 = plane.clone();
-    let op2 = op.clone();
-    plane.ctx.tracker.spawn(async move {
+    let stopped = async move {
         for r in replicas {
             let mut done = r.done.subscribe();
             let _ =
                 tokio::time::timeout(std::time::Duration::from_secs(660), done.wait_for(|d| *d))
                     .await;
         }
-        let mut st = p2.lock();
-        Plane::finish_op(&mut st, &op2, OpStatus::Succeeded, None);
-    });
-    plane.persist();
-    Ok(with_lro(
-        StatusCode::ACCEPTED.into_response(),
-        &plane,
-        &op,
-        true,
-    ))
+    };
+    Some((app.location, stopped))
 }
 
-async fn list_revisions(
+pub(crate) async fn list_revisions(
     State(s): State<ApiState>,
     Path((_sub, rg, name)): Path<(String, String, String)>,
 ) -> ArmResult {
@@ -744,7 +596,7 @@ fn revision_not_found(rev: &str) -> ArmError {
     )
 }
 
-async fn get_revision(
+pub(crate) async fn get_revision(
     State(s): State<ApiState>,
     Path((_sub, rg, name, rev)): Path<(String, String, String, String)>,
 ) -> ArmResult {
@@ -757,7 +609,7 @@ async fn get_revision(
     Ok(axum::Json(app.revision_json(r)).into_response())
 }
 
-async fn revision_action(
+pub(crate) async fn revision_action(
     State(s): State<ApiState>,
     Path((_sub, rg, name, rev, action)): Path<(String, String, String, String, String)>,
 ) -> ArmResult {
@@ -813,11 +665,13 @@ async fn revision_action(
             ));
         }
     }
-    Ok(StatusCode::OK.into_response())
+    // The spec gives these 200s no schema, yet the az CLI parses the body as JSON (`r.json()`
+    // in `restart_revision`, `activate_revision`, `deactivate_revision`), so Azure answers one.
+    Ok(axum::Json(json!({})).into_response())
 }
 
 /// `GET .../revisions/{rev}/replicas` shares its path shape with the POST actions.
-async fn list_replicas_via_action(
+pub(crate) async fn list_replicas_via_action(
     State(s): State<ApiState>,
     Path((_sub, rg, name, rev, action)): Path<(String, String, String, String, String)>,
 ) -> ArmResult {
@@ -843,7 +697,7 @@ async fn list_replicas_via_action(
     Ok(axum::Json(json!({ "value": value })).into_response())
 }
 
-async fn get_replica(
+pub(crate) async fn get_replica(
     State(s): State<ApiState>,
     Path((_sub, rg, name, rev, replica)): Path<(String, String, String, String, String)>,
 ) -> ArmResult {
@@ -875,7 +729,7 @@ fn op_not_found(op: &str) -> ArmError {
     )
 }
 
-async fn op_status(
+pub(crate) async fn op_status(
     State(s): State<ApiState>,
     Path((sub, loc, op)): Path<(String, String, String)>,
 ) -> ArmResult {
@@ -905,8 +759,9 @@ async fn op_status(
     Ok(resp)
 }
 
-async fn op_result(
+pub(crate) async fn op_result(
     State(s): State<ApiState>,
+    origin: Origin,
     Path((_sub, _loc, op)): Path<(String, String, String)>,
 ) -> ArmResult {
     let o = {
@@ -915,7 +770,7 @@ async fn op_result(
     };
     match o.status {
         OpStatus::InProgress => {
-            let (_, result_url) = op_urls(&s.plane, &o);
+            let (_, result_url) = op_urls(&s.plane, &origin, &o);
             let mut resp = StatusCode::ACCEPTED.into_response();
             if let Ok(v) = HeaderValue::from_str(&result_url) {
                 resp.headers_mut().insert(http::header::LOCATION, v);
@@ -924,7 +779,20 @@ async fn op_result(
                 .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
             Ok(resp)
         }
-        OpStatus::Succeeded => Ok(StatusCode::NO_CONTENT.into_response()),
+        // ARM's result URL answers 200 with the resource once a PUT/PATCH is done (the az CLI's
+        // `poll_results` returns that body; `job update` fails on an empty one), 204 when the
+        // operation has none (a delete, or a resource deleted since).
+        OpStatus::Succeeded => {
+            let body = match &o.result {
+                Some(OpResult::Body(v)) => Some(v.clone()),
+                Some(OpResult::Resource(id)) => crate::listing::resource_json(&s.plane.lock(), id),
+                None => None,
+            };
+            Ok(match body {
+                Some(v) => axum::Json(v).into_response(),
+                None => StatusCode::NO_CONTENT.into_response(),
+            })
+        }
         OpStatus::Failed => {
             let (code, message) = o
                 .error

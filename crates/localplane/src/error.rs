@@ -33,6 +33,9 @@ pub enum Error {
     Runtime(String),
     #[error("docker: {0}")]
     Docker(String),
+    /// The local CA or server certificate (`<state dir>/tls`) could not be made or read.
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 /// An ARM error answer: `{"error":{"code":"...","message":"..."}}` with an HTTP status.

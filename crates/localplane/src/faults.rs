@@ -1,5 +1,7 @@
 //! Fault injection for ARM clients: `POST /localplane/faults` makes the next N ARM requests
-//! answer 429 (with `Retry-After`), 500, or hang; `DELETE /localplane/faults` clears.
+//! (those whose path contains `path`, when given) answer 429 (with `Retry-After`), 500, hang,
+//! or `emptyBody` (the operation is done, and answered 200 with no body: the wire contract a
+//! real client's parser checks); `DELETE /localplane/faults` clears.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,6 +27,8 @@ pub enum FaultKind {
     Internal,
     #[serde(rename = "hang")]
     Hang,
+    #[serde(rename = "emptyBody")]
+    EmptyBody,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -35,6 +39,9 @@ pub struct FaultRequest {
     pub count: u32,
     #[serde(default = "two")]
     pub retry_after_s: u32,
+    /// Only requests whose path contains this (case-insensitively) take the fault.
+    #[serde(default)]
+    pub path: Option<String>,
 }
 
 fn one() -> u32 {
@@ -64,10 +71,15 @@ impl Faults {
         }
     }
 
-    /// Takes one fault off the counter, if any is armed.
-    fn take(&self) -> Option<FaultRequest> {
+    /// Takes one fault off the counter, if any is armed for `path`.
+    fn take(&self, path: &str) -> Option<FaultRequest> {
         let mut g = self.inner.lock().ok()?;
         let f = g.as_mut()?;
+        if let Some(p) = &f.path
+            && !path.to_ascii_lowercase().contains(&p.to_ascii_lowercase())
+        {
+            return None;
+        }
         let out = f.clone();
         f.count -= 1;
         if f.count == 0 {
@@ -93,7 +105,7 @@ pub async fn post_faults(State(f): State<Faults>, body: axum::body::Bytes) -> Re
         }
         Err(e) => ArmError::bad_request(
             "InvalidRequestContent",
-            format!("expected {{\"kind\":\"429\"|\"500\"|\"hang\",\"count\":N,\"retry_after_s\":S}}: {e}"),
+            format!("expected {{\"kind\":\"429\"|\"500\"|\"hang\"|\"emptyBody\",\"count\":N,\"retry_after_s\":S,\"path\":\"...\"}}: {e}"),
         )
         .into_response(),
     }
@@ -106,7 +118,7 @@ pub async fn delete_faults(State(f): State<Faults>) -> StatusCode {
 
 /// Middleware on the ARM routes.
 pub async fn inject(State(f): State<Faults>, req: Request, next: Next) -> Response {
-    match f.take() {
+    match f.take(req.uri().path()) {
         None => next.run(req).await,
         Some(fault) => match fault.kind {
             FaultKind::TooMany => {
@@ -127,6 +139,10 @@ pub async fn inject(State(f): State<Faults>, req: Request, next: Next) -> Respon
                 "Encountered an internal server error (localplane fault injection).",
             )
             .into_response(),
+            FaultKind::EmptyBody => {
+                let _ = next.run(req).await;
+                StatusCode::OK.into_response()
+            }
             FaultKind::Hang => {
                 tokio::select! {
                     _ = tokio::time::sleep(HANG_LIMIT) => {}

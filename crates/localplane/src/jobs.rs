@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cron::Cron;
 use crate::error::ArmError;
-use crate::handler::{ApiState, parse_body, valid_name, with_lro};
+use crate::handler::{ApiState, Origin, parse_body, valid_name, with_lro};
 use crate::job::{ExecState, ExecStatus, Execution, Job, JobConfig, Trigger, parse_config};
 use crate::logsink::{Level, Owner};
 use crate::model::{TemplateSpec, merge_patch, parse_template};
@@ -35,15 +35,17 @@ fn job_not_found(name: &str, rg: &str) -> ArmError {
 
 pub async fn put_job(
     State(s): State<ApiState>,
+    origin: Origin,
     Path((sub, rg, name)): Path<(String, String, String)>,
     body: Bytes,
 ) -> Result<Response, ArmError> {
     let body = parse_body(&body)?;
-    upsert_job(&s, &sub, &rg, &name, body, false)
+    upsert_job(&s, &origin, &sub, &rg, &name, body, false)
 }
 
 pub async fn patch_job(
     State(s): State<ApiState>,
+    origin: Origin,
     Path((sub, rg, name)): Path<(String, String, String)>,
     body: Bytes,
 ) -> Result<Response, ArmError> {
@@ -57,17 +59,20 @@ pub async fn patch_job(
         json!({"location": j.location, "tags": j.tags, "properties": j.properties})
     };
     merge_patch(&mut current, &patch);
-    upsert_job(&s, &sub, &rg, &name, current, true)
+    upsert_job(&s, &origin, &sub, &rg, &name, current, true)
 }
 
 fn upsert_job(
     s: &ApiState,
+    origin: &Origin,
     sub: &str,
     rg: &str,
     name: &str,
     body: Value,
     is_patch: bool,
 ) -> Result<Response, ArmError> {
+    let mut body = body;
+    crate::model::strip_nulls(&mut body);
     if !valid_name(name) {
         return Err(ArmError::bad_request(
             "JobInvalidName",
@@ -137,7 +142,9 @@ fn upsert_job(
         }
     }
     let out = job.to_json();
+    let id = job.id();
     let op = plane.new_op(&mut st, sub, &location, true);
+    Plane::set_op_result(&mut st, &op, crate::plane::OpResult::Resource(id));
     drop(st);
     plane.persist();
     let code = if is_patch {
@@ -150,6 +157,7 @@ fn upsert_job(
     Ok(with_lro(
         (code, axum::Json(out)).into_response(),
         &plane,
+        origin,
         &op,
         is_patch,
     ))
@@ -169,23 +177,28 @@ pub async fn get_job(
 
 pub async fn delete_job(
     State(s): State<ApiState>,
+    origin: Origin,
     Path((sub, _rg, name)): Path<(String, String, String)>,
 ) -> Result<Response, ArmError> {
     let plane = s.plane.clone();
-    let mut st = plane.lock();
-    let Some(job) = st.jobs.remove(&key(&name)) else {
+    let Some(location) = plane
+        .lock()
+        .jobs
+        .get(&key(&name))
+        .map(|j| j.location.clone())
+    else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    job.scheduler_stop.cancel();
-    for e in &job.executions {
-        e.cancel.cancel();
-    }
-    let op = plane.new_op(&mut st, &sub, &job.location, true);
-    drop(st);
+    remove_job(&plane, &name);
+    let op = {
+        let mut st = plane.lock();
+        plane.new_op(&mut st, &sub, &location, true)
+    };
     plane.persist();
     Ok(with_lro(
         StatusCode::ACCEPTED.into_response(),
         &plane,
+        &origin,
         &op,
         true,
     ))
@@ -237,6 +250,7 @@ fn apply_override(template: &Value, over: &Value) -> Value {
 
 pub async fn start_job(
     State(s): State<ApiState>,
+    origin: Origin,
     Path((sub, rg, name)): Path<(String, String, String)>,
     body: Bytes,
 ) -> Result<Response, ArmError> {
@@ -271,16 +285,15 @@ pub async fn start_job(
             j.location.clone(),
         )
     };
+    let body = json!({"name": exec_name, "id": exec_id});
     let op = {
         let mut st = plane.lock();
-        plane.new_op(&mut st, &sub, &location, true)
+        let op = plane.new_op(&mut st, &sub, &location, true);
+        Plane::set_op_result(&mut st, &op, crate::plane::OpResult::Body(body.clone()));
+        op
     };
-    let resp = (
-        StatusCode::ACCEPTED,
-        axum::Json(json!({"name": exec_name, "id": exec_id})),
-    )
-        .into_response();
-    Ok(with_lro(resp, &plane, &op, true))
+    let resp = (StatusCode::ACCEPTED, axum::Json(body)).into_response();
+    Ok(with_lro(resp, &plane, &origin, &op, true))
 }
 
 pub async fn list_executions(
@@ -335,6 +348,41 @@ pub async fn get_execution(
     let st = s.plane.lock();
     let (j, e) = find_execution(&st, &rg, &name, &exec)?;
     Ok(axum::Json(j.execution_json(e)).into_response())
+}
+
+/// `POST .../jobs/{job}/stop` (`az containerapp job stop` without an execution): stops every
+/// running execution; 200 with them (`ContainerAppJobExecutions`), which the CLI prints.
+pub async fn stop_all_executions(
+    State(s): State<ApiState>,
+    Path((_sub, rg, name)): Path<(String, String, String)>,
+) -> Result<Response, ArmError> {
+    let st = s.plane.lock();
+    let j = st
+        .jobs
+        .get(&key(&name))
+        .ok_or_else(|| job_not_found(&name, &rg))?;
+    let mut value = Vec::new();
+    for e in &j.executions {
+        let running = e.state.lock().map(|x| x.end.is_none()).unwrap_or(false);
+        if running {
+            e.cancel.cancel();
+            value.push(json!({"name": e.name, "id": format!("{}/executions/{}", j.id(), e.name)}));
+        }
+    }
+    Ok(axum::Json(json!({ "value": value })).into_response())
+}
+
+/// Removes job `name` (a job delete, or its resource group's): its scheduler stops and its
+/// running executions are stopped. `false` when there is no such job.
+pub(crate) fn remove_job(plane: &Arc<Plane>, name: &str) -> bool {
+    let Some(job) = plane.lock().jobs.remove(&key(name)) else {
+        return false;
+    };
+    job.scheduler_stop.cancel();
+    for e in &job.executions {
+        e.cancel.cancel();
+    }
+    true
 }
 
 pub async fn stop_execution(

@@ -15,6 +15,7 @@ pub mod handler;
 pub mod ingress;
 pub mod job;
 pub mod jobs;
+pub mod listing;
 pub mod logsink;
 pub mod model;
 pub mod parity;
@@ -23,9 +24,13 @@ pub mod plane;
 pub mod prober;
 pub mod replica;
 pub mod retention;
+pub mod routes;
 pub mod runtime;
 pub mod scaler;
+pub mod serve;
+pub mod tenancy;
 pub mod timings;
+pub mod tls;
 pub mod traffic;
 
 use std::net::SocketAddr;
@@ -48,6 +53,9 @@ pub struct LocalplaneConfig {
     pub state_dir: PathBuf,
     pub evidence_dir: PathBuf,
     pub runtime: RuntimeKind,
+    /// Also speak HTTPS on `listen` (the same port), with the CA and server certificate of
+    /// `<state_dir>/tls` ([`tls::LocalCa`]): what the az CLI and the Azure SDKs need.
+    pub tls: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -61,6 +69,7 @@ pub enum RuntimeKind {
 /// A running localplane.
 pub struct Localplane {
     addr: SocketAddr,
+    ca: Option<tls::LocalCa>,
     plane: Arc<plane::Plane>,
     server_stop: CancellationToken,
     /// The ARM API servers (main listener, gateway listener), by address.
@@ -106,6 +115,11 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
             (runtime::Runtime::Docker(d.clone()), Some(d))
         }
     };
+    let ca = if cfg.tls {
+        Some(tls::LocalCa::load_or_create(&cfg.state_dir)?)
+    } else {
+        None
+    };
     let shutdown = CancellationToken::new();
     let base_url = format!("http://127.0.0.1:{}", addr.port());
     let plane = plane::Plane::new(plane::Ctx {
@@ -119,9 +133,10 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
     });
     persist::restore(&plane)?;
     let faults = faults::Faults::new(shutdown.clone());
-    let app = api::router(handler::ApiState {
+    let app = routes::router(handler::ApiState {
         plane: plane.clone(),
         faults,
+        token: access.token.as_deref().map(Arc::<str>::from),
     });
     let server_stop = CancellationToken::new();
     let mut servers = Vec::new();
@@ -137,32 +152,22 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
     };
     servers.push((
         addr.to_string(),
-        serve_arm(listener, app, server_stop.clone()),
+        serve::serve(
+            listener,
+            app,
+            ca.as_ref().map(tls::LocalCa::acceptor),
+            server_stop.clone(),
+        ),
     ));
     tracing::info!(%addr, token = access.token.is_some(), "localplane listening");
     Ok(Localplane {
         addr,
+        ca,
         plane,
         server_stop,
         servers,
         sink_task,
         docker,
-    })
-}
-
-/// Serves the ARM API `app` on `listener` until `stop` fires.
-fn serve_arm(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-    stop: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        // axum 0.8 documents that a served future "will never error": accept errors are
-        // retried inside, so the io::Result is always Ok (the join result is checked, where a
-        // panic shows).
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await;
     })
 }
 
@@ -185,7 +190,7 @@ async fn serve_on_gateway(
         })?;
     let server = (
         format!("gateway {arm_addr}"),
-        serve_arm(arm, app, server_stop.clone()),
+        serve::serve(arm, app, None, server_stop.clone()),
     );
     let env_ingress = tokio::net::TcpListener::bind((d.gateway, 80))
         .await
@@ -214,6 +219,18 @@ impl Localplane {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// With TLS: `https://127.0.0.1:PORT`, the ARM endpoint the real Azure clients call.
+    pub fn https_url(&self) -> Option<String> {
+        self.ca
+            .as_ref()
+            .map(|_| format!("https://127.0.0.1:{}", self.addr.port()))
+    }
+
+    /// With TLS: the CA certificate a client trusts (`REQUESTS_CA_BUNDLE`, `SSL_CERT_FILE`).
+    pub fn ca_path(&self) -> Option<&std::path::Path> {
+        self.ca.as_ref().map(tls::LocalCa::ca_path)
     }
 
     /// Docker runtime: the engine version localplane negotiated with (for the record).

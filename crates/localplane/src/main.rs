@@ -46,6 +46,11 @@ struct Cli {
     /// Process runtime: directory holding the workspace binaries (default: next to this one).
     #[arg(long, env = "LOCALPLANE_BIN_DIR")]
     bin_dir: Option<PathBuf>,
+    /// Also speak HTTPS on --listen (the same port), with a local CA made once into
+    /// <state-dir>/tls/ca.pem: what the az CLI and the Azure SDKs need (they send tokens over
+    /// HTTPS only). Clients trust it with REQUESTS_CA_BUNDLE / SSL_CERT_FILE.
+    #[arg(long, env = "LOCALPLANE_TLS")]
+    tls: bool,
 }
 
 fn main() -> ExitCode {
@@ -69,6 +74,7 @@ fn main() -> ExitCode {
         }
     };
     let cfg = LocalplaneConfig {
+        tls: cli.tls,
         listen: cli.listen,
         state_dir: cli.state_dir.clone(),
         evidence_dir: cli.evidence.clone(),
@@ -94,6 +100,12 @@ fn main() -> ExitCode {
             }
         };
         eprintln!("localplane: ARM API at {}", lp.base_url());
+        if let (Some(url), Some(ca)) = (lp.https_url(), lp.ca_path()) {
+            eprintln!(
+                "localplane: and at {url} (trust {}: REQUESTS_CA_BUNDLE / SSL_CERT_FILE)",
+                ca.display()
+            );
+        }
         let failures = lp.log_write_failures();
         wait_for_signal().await;
         eprintln!("localplane: stopping containers with their grace periods");

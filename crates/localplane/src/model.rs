@@ -496,6 +496,21 @@ impl Knobs {
     }
 }
 
+/// Removes every `null` member of every object in `v`: in a PUT body (and in the arrays a PATCH
+/// replaces whole) ARM reads `null` as absent, and a GET then returns the member absent or as
+/// its default, never as `null` (the az CLI sends back the GET it read with `"env": null` and
+/// iterates `container["env"]` in the answer).
+pub fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
 /// RFC 7386 JSON merge-patch.
 pub fn merge_patch(target: &mut Value, patch: &Value) {
     match patch {
@@ -521,6 +536,13 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn nulls_are_absent_members_at_any_depth() {
+        let mut v = json!({"a": null, "b": {"c": null, "d": 1}, "e": [{"f": null, "g": [null]}]});
+        strip_nulls(&mut v);
+        assert_eq!(v, json!({"b": {"d": 1}, "e": [{"g": [null]}]}));
+    }
 
     #[test]
     fn probe_defaults_follow_kubelet() {

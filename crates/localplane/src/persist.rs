@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Error;
 use crate::model::{Knobs, parse_ingress, parse_template};
-use crate::plane::{App, EnvRes, Plane, Revision, key};
+use crate::plane::{App, EnvRes, GroupRes, Plane, Revision, key};
 
 pub const STATE_FILE: &str = "state.json";
 
@@ -19,6 +19,11 @@ impl Plane {
     pub fn persist(&self) {
         let doc = {
             let st = self.lock();
+            let groups: Vec<Value> = st
+                .groups
+                .values()
+                .map(|g| json!({"sub": g.sub, "name": g.name, "location": g.location, "tags": g.tags}))
+                .collect();
             let envs: Vec<Value> = st
                 .envs
                 .values()
@@ -41,7 +46,7 @@ impl Plane {
                 .map(|j| json!({"sub": j.sub, "rg": j.rg, "name": j.name, "location": j.location, "tags": j.tags, "properties": j.properties}))
                 .collect();
             self.set_peers(st.apps.values().map(|a| a.name.clone()).collect());
-            json!({"version": 1, "envs": envs, "apps": apps, "jobs": jobs})
+            json!({"version": 1, "groups": groups, "envs": envs, "apps": apps, "jobs": jobs})
         };
         let path = self.ctx.state_dir.join(STATE_FILE);
         let tmp = self.ctx.state_dir.join(format!("{STATE_FILE}.tmp"));
@@ -78,6 +83,21 @@ pub fn restore(plane: &Arc<Plane>) -> Result<(), Error> {
     })?;
     let empty = Vec::new();
     let mut st = plane.lock();
+    for g in doc
+        .get("groups")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty)
+    {
+        st.groups.insert(
+            key(&s(g, "name")),
+            GroupRes {
+                sub: s(g, "sub"),
+                name: s(g, "name"),
+                location: s(g, "location"),
+                tags: g.get("tags").cloned().unwrap_or(json!({})),
+            },
+        );
+    }
     for e in doc.get("envs").and_then(Value::as_array).unwrap_or(&empty) {
         st.envs.insert(
             key(&s(e, "name")),

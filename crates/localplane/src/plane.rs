@@ -61,12 +61,22 @@ pub struct Plane {
 
 #[derive(Default)]
 pub struct State {
+    /// Resource groups created through the API (a group a resource names exists by use too).
+    pub groups: BTreeMap<String, GroupRes>,
     pub envs: BTreeMap<String, EnvRes>,
     pub apps: BTreeMap<String, App>,
     pub jobs: BTreeMap<String, Job>,
     pub ops: HashMap<String, Op>,
     /// The scaler of each app's serving revision, by [`scaler_key`].
     pub scalers: HashMap<String, Scaler>,
+}
+
+#[derive(Clone, Debug)]
+pub struct GroupRes {
+    pub sub: String,
+    pub name: String,
+    pub location: String,
+    pub tags: Value,
 }
 
 pub struct EnvRes {
@@ -132,6 +142,19 @@ pub struct Op {
     pub end: Option<Timestamp>,
     pub error: Option<(String, String)>,
     pub deadline: tokio::time::Instant,
+    /// What the operation's result URL (`Location`) answers once it succeeded: ARM's 200 with
+    /// the resource as it is then (the az CLI reads it: `job update` fails without), or `None`
+    /// for 204 (a delete).
+    pub result: Option<OpResult>,
+}
+
+/// The answer of a succeeded operation's result URL.
+#[derive(Clone, Debug)]
+pub enum OpResult {
+    /// The resource with this ARM id, as its GET answers it when asked.
+    Resource(String),
+    /// A fixed body (a job start's execution name and id).
+    Body(serde_json::Value),
 }
 
 impl App {
@@ -547,9 +570,17 @@ impl Plane {
                 end: if done { Some(now) } else { None },
                 error: None,
                 deadline: tokio::time::Instant::now() + OPERATION_TIMEOUT,
+                result: None,
             },
         );
         id
+    }
+
+    /// Sets what operation `id`'s result URL answers once it succeeded.
+    pub fn set_op_result(st: &mut State, id: &str, result: OpResult) {
+        if let Some(op) = st.ops.get_mut(id) {
+            op.result = Some(result);
+        }
     }
 
     pub fn finish_op(st: &mut State, id: &str, status: OpStatus, error: Option<(String, String)>) {

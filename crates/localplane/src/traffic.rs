@@ -44,20 +44,32 @@ fn invalid(message: String) -> ArmError {
 }
 
 /// Checks the raw `properties.configuration.ingress.traffic[].weight` values before the body
-/// is read as the wire model, so a fraction, a negative or a string weight is this 400 rather
-/// than a type error.
-pub fn check_raw_weights(props: &Value) -> Result<(), ArmError> {
+/// is read as the wire model, so a fraction, a negative or a non-numeric weight is this 400
+/// rather than a type error. A weight written as a string of digits (`"0"`) is read as that
+/// number, as ARM's JSON reader does: the az CLI sends `"weight": "0"` for the entry it keeps
+/// after `revision label remove`, and it works against Azure.
+pub fn normalize_raw_weights(props: &mut Value) -> Result<(), ArmError> {
     let Some(entries) = props
-        .pointer("/configuration/ingress/traffic")
-        .and_then(Value::as_array)
+        .pointer_mut("/configuration/ingress/traffic")
+        .and_then(Value::as_array_mut)
     else {
         return Ok(());
     };
-    for (i, e) in entries.iter().enumerate() {
-        match e.get("weight") {
-            None | Some(Value::Null) => {}
-            Some(w) if w.as_u64().is_some_and(|w| w <= 100) => {}
-            Some(w) => {
+    for (i, e) in entries.iter_mut().enumerate() {
+        let Some(w) = e.get_mut("weight") else {
+            continue;
+        };
+        let number = match &*w {
+            Value::Null => continue,
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+                s.parse::<u64>().ok()
+            }
+            _ => None,
+        };
+        match number {
+            Some(n) if n <= 100 => *w = Value::from(n),
+            _ => {
                 return Err(invalid(format!(
                     "Traffic weight '{w}' of ingress.traffic[{i}] is invalid: a weight must be an integer between 0 and 100."
                 )));
@@ -227,12 +239,28 @@ mod tests {
 
     #[test]
     fn raw_weights_must_be_integers_0_to_100() {
-        for bad in [json!(50.5), json!(-1), json!("50"), json!(101)] {
-            let props = json!({"configuration": {"ingress": {"traffic": [{"weight": bad}]}}});
-            assert_eq!(check_raw_weights(&props).unwrap_err().code, INVALID_TRAFFIC);
+        for bad in [
+            json!(50.5),
+            json!(-1),
+            json!("50.5"),
+            json!("-1"),
+            json!(101),
+            json!("101"),
+        ] {
+            let mut props = json!({"configuration": {"ingress": {"traffic": [{"weight": bad}]}}});
+            assert_eq!(
+                normalize_raw_weights(&mut props).unwrap_err().code,
+                INVALID_TRAFFIC
+            );
         }
-        let props = json!({"configuration": {"ingress": {"traffic": [{"weight": 100}]}}});
-        assert!(check_raw_weights(&props).is_ok());
+        for (given, read) in [(json!(100), 100), (json!("0"), 0), (json!("50"), 50)] {
+            let mut props = json!({"configuration": {"ingress": {"traffic": [{"weight": given}]}}});
+            normalize_raw_weights(&mut props).unwrap();
+            assert_eq!(
+                props["configuration"]["ingress"]["traffic"][0]["weight"],
+                read
+            );
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ async fn start(
     std::fs::create_dir_all(&empty).unwrap();
     let r = localplane::start_with_access(
         LocalplaneConfig {
+            tls: false,
             listen: listen.parse().unwrap(),
             state_dir: dir.path().join("state"),
             evidence_dir: dir.path().join("evidence"),

@@ -14,9 +14,19 @@ pub const STATE_FILE: &str = "labctl-local.json";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LocalState {
     pub pid: u32,
+    /// `http://127.0.0.1:PORT` (our own clients).
     pub base_url: String,
     pub evidence: PathBuf,
     pub started: String,
+    /// With TLS: `https://127.0.0.1:PORT` (the same port; the real Azure clients).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub https_url: Option<String>,
+    /// With TLS: the CA certificate clients trust (absolute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<PathBuf>,
+    /// Whether every request needs `Authorization: Bearer <LOCALPLANE_TOKEN>`.
+    #[serde(default)]
+    pub token: bool,
 }
 
 pub fn state_file(state_dir: &Path) -> PathBuf {
@@ -48,6 +58,7 @@ pub async fn up(
         )));
     }
     let evidence = cfg.evidence_dir.clone();
+    let token = access.token.is_some();
     access.check_listen(cfg.listen)?;
     if matches!(cfg.runtime, localplane::RuntimeKind::Docker) {
         localplane::runtime::docker::sweep_dead_owners().await;
@@ -59,6 +70,11 @@ pub async fn up(
         base_url: lp.base_url(),
         evidence,
         started: crate::pack::iso(chrono::Utc::now()),
+        https_url: lp.https_url(),
+        ca: lp
+            .ca_path()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
+        token,
     };
     let json = serde_json::to_vec_pretty(&state).unwrap_or_default();
     crate::pack::write_atomic(&sf, &json)?;

@@ -252,6 +252,7 @@ async fn run_target(
                 sweep_orphans(progress).await;
             }
             let lp = localplane::start(LocalplaneConfig {
+                tls: false,
                 listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
                 state_dir: state_dir.clone(),
                 evidence_dir: pack.to_path_buf(),

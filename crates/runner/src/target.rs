@@ -17,8 +17,8 @@ use url::Url;
 
 use crate::RunError;
 
-/// The subscription id localplane is addressed with (any id works; this one is obviously fake).
-pub const LOCAL_SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
+/// The subscription id localplane is addressed with (any id works; localplane lists this one).
+pub const LOCAL_SUBSCRIPTION: &str = localplane::tenancy::SUBSCRIPTION_ID;
 pub const LOCAL_RESOURCE_GROUP: &str = "probelab-local";
 /// Resource names follow infra/main.bicep with its default `baseName`.
 pub const DEFAULT_BASE_NAME: &str = "probelab";
@@ -428,6 +428,7 @@ mod tests {
     async fn localplane_accepts_an_app_that_pulls_with_an_identity() {
         let dir = tempfile::tempdir().unwrap();
         let lp = localplane::start(localplane::LocalplaneConfig {
+            tls: false,
             listen: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
             state_dir: dir.path().join("state"),
             evidence_dir: dir.path().join("evidence"),

@@ -93,20 +93,37 @@ pub async fn post(addr: SocketAddr, path: &str, timeout: Duration) -> Outcome {
 
 /// One request with an empty body on a fresh connection, bounded by `timeout` as a whole.
 pub async fn request(addr: SocketAddr, method: &str, path: &str, timeout: Duration) -> Outcome {
-    match tokio::time::timeout(timeout, exchange(addr, method, path)).await {
+    request_with_body(addr, method, path, "", timeout).await
+}
+
+/// [`request`] with a JSON `body`.
+pub async fn request_with_body(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+    timeout: Duration,
+) -> Outcome {
+    match tokio::time::timeout(timeout, exchange(addr, method, path, body)).await {
         Ok(outcome) => outcome,
         Err(_) => Outcome::Timeout,
     }
 }
 
-async fn exchange(addr: SocketAddr, method: &str, path: &str) -> Outcome {
+async fn exchange(addr: SocketAddr, method: &str, path: &str, body: &str) -> Outcome {
     let mut stream = match TcpStream::connect(addr).await {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Outcome::Refused,
         Err(e) => return Outcome::Closed(format!("connect: {e}")),
     };
+    let content_type = if body.is_empty() {
+        ""
+    } else {
+        "Content-Type: application/json\r\n"
+    };
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{content_type}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     );
     if let Err(e) = stream.write_all(head.as_bytes()).await {
         return Outcome::Closed(format!("write: {e}"));

@@ -40,12 +40,34 @@ impl Harness {
     /// # Panics
     /// When localplane does not start.
     pub async fn start(runtime: RuntimeKind) -> Harness {
+        Harness::start_with(runtime, false).await
+    }
+
+    /// [`Harness::process`], with HTTPS on the same port (localplane's own CA in its state
+    /// dir): for the real Azure clients, which send tokens over HTTPS only.
+    pub async fn process_tls() -> Harness {
+        Harness::start_with(
+            RuntimeKind::Process {
+                bin_dir: crate::bins::dir(&["subject"]),
+            },
+            true,
+        )
+        .await
+    }
+
+    /// localplane on `runtime`, its ARM API on 127.0.0.1 (a free port), speaking HTTPS too
+    /// when `tls`.
+    ///
+    /// # Panics
+    /// When localplane does not start.
+    pub async fn start_with(runtime: RuntimeKind, tls: bool) -> Harness {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary dir: {e}"));
         let kind = match runtime {
             RuntimeKind::Docker => "Docker",
             RuntimeKind::Process { .. } => "process",
         };
         let lp = localplane::start(LocalplaneConfig {
+            tls,
             listen: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
             state_dir: dir.path().join("state"),
             evidence_dir: dir.path().join("evidence"),
@@ -70,6 +92,16 @@ impl Harness {
     /// `http://127.0.0.1:PORT`, the ARM endpoint.
     pub fn base_url(&self) -> String {
         self.localplane().base_url()
+    }
+
+    /// With TLS: `https://127.0.0.1:PORT`.
+    pub fn https_url(&self) -> Option<String> {
+        self.localplane().https_url()
+    }
+
+    /// With TLS: the CA certificate clients trust.
+    pub fn ca_path(&self) -> Option<PathBuf> {
+        self.localplane().ca_path().map(Path::to_path_buf)
     }
 
     /// localplane's state dir.
