@@ -427,3 +427,73 @@ fn campaign_run_refuses_a_lab_it_cannot_find_and_zero_runs() {
         "{out}"
     );
 }
+
+/// Writes a `labctl local up` state file recording this test process as the localplane.
+fn recorded_localplane(https: bool, token: bool) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = serde_json::json!({
+        "pid": std::process::id(),
+        "base_url": "http://127.0.0.1:8790",
+        "evidence": "evidence/localplane",
+        "started": "2026-12-03T00:00:00.000Z",
+        "token": token,
+    });
+    if https {
+        state["https_url"] = "https://127.0.0.1:8790".into();
+        state["ca"] = "/state/tls/ca.pem".into();
+    }
+    std::fs::write(dir.path().join("labctl-local.json"), state.to_string()).unwrap();
+    dir
+}
+
+#[test]
+fn local_az_prints_what_points_az_and_the_sdks_at_localplane() {
+    let dir = recorded_localplane(true, false);
+    let state = dir.path().to_str().unwrap();
+    let (code, out) = labctl(&["local", "az", "--state-dir", state]);
+    assert_eq!(code, 0, "{out}");
+    for line in [
+        "export REQUESTS_CA_BUNDLE='/state/tls/ca.pem'",
+        "export SSL_CERT_FILE='/state/tls/ca.pem'",
+        "export IDENTITY_ENDPOINT='https://127.0.0.1:8790/msi/token'",
+        "export AZURE_SUBSCRIPTION_ID='00000000-0000-0000-0000-000000000000'",
+        "az login --identity",
+        "--endpoint-resource-manager 'https://127.0.0.1:8790/'",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in:\n{out}");
+    }
+    assert!(
+        out.contains(&format!("export AZURE_CONFIG_DIR='{state}/az'")),
+        "an az config of localplane's own: {out}"
+    );
+    let (code, out) = labctl(&["local", "az", "--exports-only", "--state-dir", state]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        !out.contains("az login") && out.contains("export ARM_ENDPOINT="),
+        "{out}"
+    );
+}
+
+#[test]
+fn local_az_asks_for_the_token_and_refuses_plain_http_or_nothing_running() {
+    let with_token = recorded_localplane(true, true);
+    let (code, out) = labctl(&[
+        "local",
+        "az",
+        "--state-dir",
+        with_token.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("IDENTITY_HEADER=\"${LOCALPLANE_TOKEN:?"),
+        "{out}"
+    );
+    let plain = recorded_localplane(false, false);
+    let (code, out) = labctl(&["local", "az", "--state-dir", plain.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("--no-tls"), "{out}");
+    let none = tempfile::tempdir().unwrap();
+    let (code, out) = labctl(&["local", "az", "--state-dir", none.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("labctl local up"), "{out}");
+}

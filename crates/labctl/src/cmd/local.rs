@@ -50,6 +50,24 @@ pub enum LocalCommand {
         runtime: Runtime,
         #[arg(long, value_name = "DIR")]
         bin_dir: Option<PathBuf>,
+        /// Serve plain HTTP only. By default the same port also speaks HTTPS, with a local CA
+        /// made once into <state-dir>/tls/ca.pem, so that the az CLI and the Azure SDKs (which
+        /// send tokens over HTTPS only) reach it; `labctl local az` prints how.
+        #[arg(long)]
+        no_tls: bool,
+    },
+    /// Print the shell lines that point your own `az containerapp ...` and Azure SDK scripts at
+    /// the running localplane: `eval "$(labctl local az)"`.
+    ///
+    /// They export the CA bundle (REQUESTS_CA_BUNDLE, SSL_CERT_FILE), the managed-identity
+    /// endpoint (IDENTITY_ENDPOINT, IDENTITY_HEADER), the subscription and ARM endpoint
+    /// (AZURE_SUBSCRIPTION_ID, ARM_ENDPOINT) and an az config dir of localplane's own
+    /// (AZURE_CONFIG_DIR, so your Azure login is untouched), then register the cloud
+    /// `localplane` from its /metadata/endpoints and run `az login --identity`.
+    Az {
+        /// Only the exports: no `az cloud register`, `az cloud set`, `az login` lines.
+        #[arg(long)]
+        exports_only: bool,
     },
     /// Stop the localplane `up` started (SIGTERM; containers get their grace periods).
     Down {
@@ -72,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 evidence,
                 runtime,
                 bin_dir,
+                no_tls,
             } => {
                 let runtime = match runtime {
                     Runtime::Docker => RuntimeKind::Docker,
@@ -86,6 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     },
                 };
                 let cfg = LocalplaneConfig {
+                    tls: !no_tls,
                     listen,
                     state_dir,
                     evidence_dir: evidence,
@@ -102,6 +122,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                         s.pid,
                         s.evidence.display()
                     );
+                    if let (Some(url), Some(ca)) = (&s.https_url, &s.ca) {
+                        eprintln!(
+                            "localplane: HTTPS on the same port ({url}, CA {}); your own az scripts: eval \"$(labctl local az)\"",
+                            ca.display()
+                        );
+                    }
                     println!("ARM_ENDPOINT={}", s.base_url);
                 })
                 .await?;
@@ -117,6 +143,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     Ok(exit::HELD)
                 }
             },
+            LocalCommand::Az { exports_only } => print_az(&state_dir, exports_only),
             LocalCommand::Status => match runner::local::status(&state_dir).await? {
                 Some((s, true)) => {
                     println!("running: pid {}, ARM API at {}, since {}", s.pid, s.base_url, s.started);
@@ -133,6 +160,76 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             },
         }
     })
+}
+
+/// `labctl local az`: the lines for the localplane recorded in `state_dir`, which must run.
+fn print_az(state_dir: &std::path::Path, exports_only: bool) -> anyhow::Result<u8> {
+    let Some(s) = runner::local::read(state_dir)? else {
+        anyhow::bail!(
+            "no localplane recorded in {}: start one with `labctl local up` first",
+            state_dir.display()
+        );
+    };
+    if !runner::local::alive(s.pid) {
+        anyhow::bail!(
+            "the localplane recorded in {} (pid {}) is not running: `labctl local up`",
+            state_dir.display(),
+            s.pid
+        );
+    }
+    let config_dir =
+        std::path::absolute(state_dir.join("az")).context("the az config dir's absolute path")?;
+    print!("{}", az_lines(&s, &config_dir, exports_only)?);
+    Ok(exit::HELD)
+}
+
+/// The shell lines of `labctl local az` for the localplane `s` records: exports, then (unless
+/// `exports_only`) the cloud registration and the login.
+fn az_lines(
+    s: &runner::local::LocalState,
+    config_dir: &std::path::Path,
+    exports_only: bool,
+) -> anyhow::Result<String> {
+    let (Some(url), Some(ca)) = (&s.https_url, &s.ca) else {
+        anyhow::bail!(
+            "this localplane serves plain HTTP only (started with --no-tls); the az CLI and the \
+             Azure SDKs need HTTPS: restart it without --no-tls"
+        );
+    };
+    let q = |v: &str| format!("'{}'", v.replace('\'', r"'\''"));
+    let ca = ca.to_string_lossy();
+    let header = if s.token {
+        // The token is never written down: the identity endpoint wants it as the header.
+        "\"${LOCALPLANE_TOKEN:?set LOCALPLANE_TOKEN to the token localplane runs with}\"".to_owned()
+    } else {
+        q("localplane")
+    };
+    let mut out = format!(
+        "# localplane (pid {pid}) at {url}; apply with: eval \"$(labctl local az)\"\n\
+         export AZURE_CONFIG_DIR={cfg}\n\
+         export REQUESTS_CA_BUNDLE={ca}\n\
+         export SSL_CERT_FILE={ca}\n\
+         export IDENTITY_ENDPOINT={identity}\n\
+         export IDENTITY_HEADER={header}\n\
+         export AZURE_SUBSCRIPTION_ID={sub}\n\
+         export ARM_ENDPOINT={arm}\n",
+        pid = s.pid,
+        cfg = q(&config_dir.to_string_lossy()),
+        ca = q(&ca),
+        identity = q(&format!("{url}{}", localplane::tenancy::IDENTITY_PATH)),
+        sub = q(localplane::tenancy::SUBSCRIPTION_ID),
+        arm = q(url),
+    );
+    if !exports_only {
+        let rm = q(&format!("{url}/"));
+        out.push_str(&format!(
+            "az cloud register --name localplane --endpoint-resource-manager {rm} --only-show-errors >/dev/null 2>&1 \\\n  \
+             || az cloud update --name localplane --endpoint-resource-manager {rm} --only-show-errors >/dev/null\n\
+             az cloud set --name localplane --only-show-errors\n\
+             az login --identity --only-show-errors -o none\n"
+        ));
+    }
+    Ok(out)
 }
 
 /// The first Ctrl-C, SIGTERM or SIGHUP (containers then get their grace periods).
