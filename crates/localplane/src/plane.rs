@@ -1075,8 +1075,14 @@ impl Plane {
                     rev.name
                 ),
             );
-            Scaler::new(spec.clone(), spec.initial_replicas(), now)
+            Scaler::new(
+                spec.clone(),
+                app.knobs.scaling,
+                spec.initial_replicas(),
+                now,
+            )
         });
+        sc.set_behavior(app.knobs.scaling);
         // An app that can scale to zero holds requests while it has no routable replica.
         app.routes.set_hold(spec.min_replicas == 0);
         let waiting = app.routes.in_flight();
@@ -1111,19 +1117,24 @@ impl Plane {
                     spec.cooldown_period.as_secs()
                 ),
             ),
-            Some(Change::Out { from, to, peak }) => row(
+            Some(Change::Out { from, to, metric }) => row(
                 "SuccessfulRescale",
                 Level::Normal,
                 format!(
-                    "New size: {to}; reason: {peak} concurrent requests above the target of {target} per replica (was {from})"
+                    "New size: {to}; reason: {metric} above the target of {target} per replica (was {from})"
                 ),
             ),
-            Some(Change::In { from, to, peak }) => row(
+            Some(Change::In {
+                from,
+                to,
+                metric,
+                window,
+            }) => row(
                 "SuccessfulRescale",
                 Level::Normal,
                 format!(
-                    "New size: {to}; reason: {peak} concurrent requests below the target of {target} per replica for the cooldown period of {} s (was {from})",
-                    spec.cooldown_period.as_secs()
+                    "New size: {to}; reason: {metric} below the target of {target} per replica for the scale-down stabilization window of {} s (was {from})",
+                    window.as_secs()
                 ),
             ),
         }
