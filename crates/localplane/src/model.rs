@@ -490,8 +490,7 @@ impl Knobs {
             None => crate::timings::Timings::from_env()
                 .map_err(|e| ArmError::bad_request("InvalidRequestContent", e))?,
         };
-        let scaling = crate::scaler::Behavior::from_tags(get)
-            .map_err(|e| ArmError::bad_request("InvalidRequestContent", e))?;
+        let scaling = crate::scaler::Behavior::from_tags(get)?;
         Ok(Knobs {
             timings,
             scaling,

@@ -1047,8 +1047,8 @@ impl Plane {
     }
 
     /// One scaler step for the serving revision `idx` (caller holds the lock): activation when
-    /// a request waits at an app at zero, an evaluation when the polling interval is due, the
-    /// system rows for a change; returns the replica count the revision should run.
+    /// a request waits at an app at zero, an evaluation when one is due, the system rows for a
+    /// change; returns the replica count the revision should run.
     fn scale_step(
         self: &Arc<Self>,
         app: &mut App,
@@ -1094,9 +1094,24 @@ impl Plane {
         } else {
             (None, None)
         };
+        self.scale_rows(&owner, &rev.name, &spec, waiting, change, capped);
+        sc.replicas()
+    }
+
+    /// The system rows of a scaler step: the change, and `RunningAtMaxScale` when capped.
+    fn scale_rows(
+        &self,
+        owner: &Owner,
+        rev_name: &str,
+        spec: &crate::scaler::ScaleSpec,
+        waiting: u32,
+        change: Option<Change>,
+        capped: Option<u32>,
+    ) {
+        let sink = &self.ctx.sink;
         let target = spec.http.as_ref().map_or(0, |r| r.concurrent_requests);
         let row =
-            |reason: &str, level: Level, msg: String| sink.system(&owner, "", reason, level, msg);
+            |reason: &str, level: Level, msg: String| sink.system(owner, "", reason, level, msg);
         match change {
             None => {}
             Some(Change::Activated { to }) => row(
@@ -1104,7 +1119,7 @@ impl Plane {
                 Level::Normal,
                 format!(
                     "Scaled revision '{}' from 0 to {to}: {waiting} request(s) at the ingress",
-                    rev.name
+                    rev_name
                 ),
             ),
             Some(Change::Deactivated { from, idle }) => row(
@@ -1112,7 +1127,7 @@ impl Plane {
                 Level::Normal,
                 format!(
                     "Deactivated revision '{}' from {from} to 0: no requests for {} s (cooldownPeriod {} s)",
-                    rev.name,
+                    rev_name,
                     idle.as_secs(),
                     spec.cooldown_period.as_secs()
                 ),
@@ -1144,11 +1159,10 @@ impl Plane {
                 Level::Warning,
                 format!(
                     "Revision '{}' is running at its maximum of {} replicas; the scale rule asks for {wanted}",
-                    rev.name, spec.max_replicas
+                    rev_name, spec.max_replicas
                 ),
             );
         }
-        sc.replicas()
     }
 
     /// Scale-in: retires `count` replicas of revision `idx` (not ready ones first, then the

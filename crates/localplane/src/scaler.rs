@@ -95,11 +95,15 @@ pub struct Behavior {
 }
 
 impl Behavior {
-    /// Reads the three tags through `get` (tag name → value); an unknown value is an error
-    /// message naming the tag.
-    pub fn from_tags<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Result<Behavior, String> {
-        let bad =
-            |tag: &str, want: &str, got: &str| format!("tag '{tag}' must be {want}, got '{got}'");
+    /// Reads the three tags through `get` (tag name → value); an unknown value is a 400
+    /// `InvalidRequestContent` naming the tag.
+    pub fn from_tags<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Result<Behavior, ArmError> {
+        let bad = |tag: &str, want: &str, got: &str| {
+            ArmError::bad_request(
+                "InvalidRequestContent",
+                format!("tag '{tag}' must be {want}, got '{got}'"),
+            )
+        };
         let http_metric = match get(TAG_HTTP_METRIC).map(str::trim) {
             None | Some("requestRate") => HttpMetric::RequestRate,
             Some("peakInFlight") => HttpMetric::PeakInFlight,
