@@ -149,6 +149,31 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
+    knob_tags(app, &mut tags);
+    ContainerApp {
+        location: Some(at.location.to_owned()),
+        tags: Some(tags),
+        // The registry entry names the identity; the app must also be assigned it.
+        identity: at.registry.map(|r| ManagedServiceIdentity {
+            kind: "UserAssigned".to_owned(),
+            user_assigned_identities: Some(BTreeMap::from([(
+                r.identity.to_owned(),
+                Value::Object(Map::new()),
+            )])),
+            ..ManagedServiceIdentity::default()
+        }),
+        properties: ContainerAppProperties {
+            environment_id: Some(at.environment_id.to_owned()),
+            configuration: Some(configuration),
+            template: Some(template),
+            ..ContainerAppProperties::default()
+        },
+        ..ContainerApp::default()
+    }
+}
+
+/// The app's emulator knobs as `localplane.*` tags (Azure stores and ignores them).
+fn knob_tags(app: &App, tags: &mut BTreeMap<String, String>) {
     if let Some(r) = &app.revision_ready {
         tags.insert("localplane.revisionReady".into(), r.clone());
     }
@@ -169,26 +194,6 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         if let Some(v) = v {
             tags.insert(tag.into(), v.clone());
         }
-    }
-    ContainerApp {
-        location: Some(at.location.to_owned()),
-        tags: Some(tags),
-        // The registry entry names the identity; the app must also be assigned it.
-        identity: at.registry.map(|r| ManagedServiceIdentity {
-            kind: "UserAssigned".to_owned(),
-            user_assigned_identities: Some(BTreeMap::from([(
-                r.identity.to_owned(),
-                Value::Object(Map::new()),
-            )])),
-            ..ManagedServiceIdentity::default()
-        }),
-        properties: ContainerAppProperties {
-            environment_id: Some(at.environment_id.to_owned()),
-            configuration: Some(configuration),
-            template: Some(template),
-            ..ContainerAppProperties::default()
-        },
-        ..ContainerApp::default()
     }
 }
 
