@@ -765,15 +765,22 @@ mod tests {
         assert_eq!(s.evaluate(t0 + sec(15), arrived(11 * 14)).replicas, 2);
         let mut s = Scaler::new(spec(1, 10, 10), Behavior::default(), 1, t0);
         assert_eq!(s.evaluate(t0 + sec(15), arrived(11 * 13)).replicas, 1);
-        // A 16 s burst spans two windows: the second evaluation still sees its last second.
-        let mut s = Scaler::new(spec(0, 10, 10), Behavior::default(), 1, t0);
-        s.evaluate(t0 + sec(15), arrived(15));
-        s.evaluate(t0 + sec(30), arrived(1));
-        let d = s.evaluate(t0 + sec(30) + s.spec().cooldown_period, IDLE);
-        assert_eq!(
-            d.replicas, 0,
-            "idle from the evaluation that saw the last request"
-        );
+        // A burst that starts at an evaluation: 14 s fit in its window, 16 s spill 1 s into the
+        // next, which then still sees a request, so the cooldown to zero starts 15 s later.
+        for (burst, zero_at) in [(14, 15 + 300), (16, 30 + 300)] {
+            let mut s = Scaler::new(spec(0, 10, 10), Behavior::default(), 1, t0);
+            // One request a second, each over before the next.
+            let window = |n: u64| Observation {
+                peak_in_flight: u32::from(n > 0),
+                arrived: n,
+            };
+            s.evaluate(t0 + sec(15), window(burst.min(15)));
+            s.evaluate(t0 + sec(30), window(burst.saturating_sub(15)));
+            let d = s.evaluate(t0 + sec(zero_at - 1), IDLE);
+            assert_eq!(d.replicas, 1, "{burst} s burst, 1 s before");
+            let d = s.evaluate(t0 + sec(zero_at), IDLE);
+            assert_eq!(d.replicas, 0, "{burst} s burst");
+        }
     }
 
     #[test]
