@@ -149,15 +149,7 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    if let Some(r) = &app.revision_ready {
-        tags.insert("localplane.revisionReady".into(), r.clone());
-    }
-    if let Some(d) = app.drain_delay_seconds {
-        tags.insert("localplane.drainDelaySeconds".into(), d.to_string());
-    }
-    if let Some(l) = app.routing_removal_lag_ms {
-        tags.insert("localplane.routingRemovalLagMs".into(), l.to_string());
-    }
+    knob_tags(app, &mut tags);
     ContainerApp {
         location: Some(at.location.to_owned()),
         tags: Some(tags),
@@ -177,6 +169,31 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
             ..ContainerAppProperties::default()
         },
         ..ContainerApp::default()
+    }
+}
+
+/// The app's emulator knobs as `localplane.*` tags (Azure stores and ignores them).
+fn knob_tags(app: &App, tags: &mut BTreeMap<String, String>) {
+    if let Some(r) = &app.revision_ready {
+        tags.insert("localplane.revisionReady".into(), r.clone());
+    }
+    if let Some(d) = app.drain_delay_seconds {
+        tags.insert("localplane.drainDelaySeconds".into(), d.to_string());
+    }
+    if let Some(l) = app.routing_removal_lag_ms {
+        tags.insert("localplane.routingRemovalLagMs".into(), l.to_string());
+    }
+    for (tag, v) in [
+        ("localplane.httpMetric", &app.http_metric),
+        ("localplane.scaleUp", &app.scale_up),
+        (
+            "localplane.scaleDownStabilization",
+            &app.scale_down_stabilization,
+        ),
+    ] {
+        if let Some(v) = v {
+            tags.insert(tag.into(), v.clone());
+        }
     }
 }
 
@@ -279,6 +296,9 @@ mod tests {
             revision_ready: Some("allReplicas".into()),
             drain_delay_seconds: Some(15),
             routing_removal_lag_ms: None,
+            http_metric: Some("peakInFlight".into()),
+            scale_up: None,
+            scale_down_stabilization: Some("cooldownPeriod".into()),
             revisions_mode: RevisionsMode::Single,
             revision_suffix: None,
             traffic: Vec::new(),
@@ -363,6 +383,12 @@ mod tests {
         assert_eq!(cfg["activeRevisionsMode"], "Single");
         assert_eq!(body["tags"]["localplane.revisionReady"], "allReplicas");
         assert_eq!(body["tags"]["localplane.drainDelaySeconds"], "15");
+        assert_eq!(body["tags"]["localplane.httpMetric"], "peakInFlight");
+        assert_eq!(
+            body["tags"]["localplane.scaleDownStabilization"],
+            "cooldownPeriod"
+        );
+        assert!(body["tags"].get("localplane.scaleUp").is_none());
         assert_eq!(body["tags"]["lab"], "startup-degraded");
         // No registry: nothing about pulling, no identity (what localplane gets).
         assert!(cfg.get("registries").is_none());

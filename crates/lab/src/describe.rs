@@ -480,7 +480,8 @@ fn apparatus(o: &mut String, lab: &Lab) {
 }
 
 /// `3` for a fixed count; `0-3 (scale: HTTP rule, 2 concurrent requests per replica, polling
-/// 1 s, cooldown 10 s)` for a scale rule.
+/// 1 s, cooldown 10 s)` for a scale rule, with the localplane scaling knobs the app sets
+/// (`; on localplane: httpMetric=peakInFlight`).
 fn replicas_in_words(a: &crate::schema::App) -> String {
     let Some(s) = &a.scale else {
         return a.min_replicas().to_string();
@@ -490,8 +491,21 @@ fn replicas_in_words(a: &crate::schema::App) -> String {
         |n| format!("HTTP rule, {n} concurrent request(s) per replica"),
     );
     let secs = |v: Option<u32>, dflt: u32| v.unwrap_or(dflt);
+    let knobs: Vec<String> = [
+        ("httpMetric", &a.http_metric),
+        ("scaleUp", &a.scale_up),
+        ("scaleDownStabilization", &a.scale_down_stabilization),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
+    .collect();
+    let knobs = if knobs.is_empty() {
+        String::new()
+    } else {
+        format!("; on localplane: {}", knobs.join(", "))
+    };
     format!(
-        "{}-{} (scale: {rule}, polling {} s, cooldown {} s)",
+        "{}-{} (scale: {rule}, polling {} s, cooldown {} s{knobs})",
         s.min_replicas,
         s.max_replicas,
         secs(s.polling_seconds, 30),
@@ -509,5 +523,18 @@ mod tests {
         assert_eq!(human(Duration::from_secs(250)), "4m 10s");
         assert_eq!(human(Duration::from_secs(7200 + 300)), "2h 05m");
         assert_eq!(human(Duration::from_secs(3600 + 61)), "1h 01m 01s");
+    }
+
+    #[test]
+    fn a_scaled_app_names_the_localplane_knobs_it_sets() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../labs");
+        let lab = crate::load(&root.join("scale-in-termination.toml"), "quick").unwrap();
+        assert_eq!(
+            replicas_in_words(&lab.apps[0]),
+            "1-3 (scale: HTTP rule, 4 concurrent request(s) per replica, polling 1 s, cooldown \
+             10 s; on localplane: httpMetric=peakInFlight, scaleDownStabilization=cooldownPeriod)"
+        );
+        let lab = crate::load(&root.join("scale-to-zero-cold-start.toml"), "full").unwrap();
+        assert!(!replicas_in_words(&lab.apps[0]).contains("on localplane"));
     }
 }

@@ -233,6 +233,17 @@ pub struct App {
     /// Emulator knob: milliseconds routing continues after SIGTERM.
     #[serde(default)]
     pub routing_removal_lag_ms: Option<u64>,
+    /// Emulator knobs for the HTTP rule, each a localplane tag; unset, localplane follows
+    /// Microsoft Learn ("Set scaling rules", Scale behavior). `http_metric`: `requestRate`
+    /// (requests in the past 15 s / 15, every 15 s) or `peakInFlight` (requests in flight at
+    /// once, at the polling interval: KEDA's HTTP add-on). `scale_up`: `steps` (1, 4, 8, 16,
+    /// ...) or `atOnce`. `scale_down_stabilization`: seconds (Learn: 300) or `cooldownPeriod`.
+    #[serde(default)]
+    pub http_metric: Option<String>,
+    #[serde(default)]
+    pub scale_up: Option<String>,
+    #[serde(default)]
+    pub scale_down_stabilization: Option<String>,
     /// Whether the runner waits, before the first step, for this app's creation to finish, its
     /// latest revision to be ready and (when a load targets it) its ingress to serve; default
     /// `true`. `false` is for an app whose startup is itself what the lab observes: one that

@@ -462,6 +462,34 @@ fn apps(v: &mut V, lab: &Lab) {
                 format!("{r:?} is not firstReplica or allReplicas"),
             );
         }
+        for (key, val, allowed) in [
+            (
+                "http_metric",
+                &app.http_metric,
+                ["requestRate", "peakInFlight"],
+            ),
+            ("scale_up", &app.scale_up, ["steps", "atOnce"]),
+        ] {
+            if let Some(x) = val
+                && !allowed.contains(&x.as_str())
+            {
+                v.push(
+                    k(key),
+                    item.clone(),
+                    format!("{x:?} is not {} or {}", allowed[0], allowed[1]),
+                );
+            }
+        }
+        if let Some(x) = &app.scale_down_stabilization
+            && x != "cooldownPeriod"
+            && x.parse::<u64>().is_err()
+        {
+            v.push(
+                k("scale_down_stabilization"),
+                item.clone(),
+                format!("{x:?} is not a number of seconds or cooldownPeriod"),
+            );
+        }
         for (j, p) in app.probes.iter().enumerate() {
             let pk = |f: &str| format!("apps[{i}].probes[{j}].{f}");
             if !["Startup", "Readiness", "Liveness"].contains(&p.kind.as_str()) {

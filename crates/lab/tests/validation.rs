@@ -256,6 +256,30 @@ fn a_scale_block_is_checked_against_container_apps_limits() {
 }
 
 #[test]
+fn the_scaling_knobs_take_localplanes_values_only() {
+    let l = ok(
+        &scaled(
+            "scale = { min_replicas = 1, max_replicas = 3 }\nhttp_metric = \"peakInFlight\"\nscale_up = \"atOnce\"\nscale_down_stabilization = \"cooldownPeriod\"",
+        ),
+        "full",
+    );
+    let idle = l.apps.iter().find(|a| a.name == "idle").unwrap();
+    assert_eq!(idle.http_metric.as_deref(), Some("peakInFlight"));
+    ok(&scaled("scale_down_stabilization = \"10\""), "full");
+    for (line, want) in [
+        ("http_metric = \"inFlight\"", "apps[1].http_metric"),
+        ("scale_up = \"fast\"", "apps[1].scale_up"),
+        (
+            "scale_down_stabilization = \"5m\"",
+            "apps[1].scale_down_stabilization",
+        ),
+    ] {
+        let e = err(&scaled(line), "full");
+        assert!(e.contains(want), "{line}: {e}");
+    }
+}
+
+#[test]
 fn sample_is_for_steps_without_an_action() {
     let base = obs("kind = \"no_errors\"\nload = \"main\"");
     let l = ok(

@@ -445,6 +445,9 @@ pub struct Knobs {
     pub ready_policy: ReadyPolicy,
     /// Platform step durations (tag `localplane.timings`, else `LOCALPLANE_TIMINGS`, else fast).
     pub timings: crate::timings::Timings,
+    /// The scaler's behaviour (tags `localplane.httpMetric`, `localplane.scaleUp`,
+    /// `localplane.scaleDownStabilization`; default: Microsoft Learn's).
+    pub scaling: crate::scaler::Behavior,
 }
 
 pub const TAG_DRAIN_DELAY: &str = "localplane.drainDelaySeconds";
@@ -487,8 +490,10 @@ impl Knobs {
             None => crate::timings::Timings::from_env()
                 .map_err(|e| ArmError::bad_request("InvalidRequestContent", e))?,
         };
+        let scaling = crate::scaler::Behavior::from_tags(get)?;
         Ok(Knobs {
             timings,
+            scaling,
             drain_delay: Duration::from_secs(num(TAG_DRAIN_DELAY)?),
             routing_removal_lag: Duration::from_millis(num(TAG_ROUTING_LAG)?),
             ready_policy,
@@ -646,5 +651,48 @@ mod tests {
         assert_eq!(k.drain_delay, Duration::from_secs(5));
         assert_eq!(k.ready_policy, ReadyPolicy::AllReplicas);
         assert!(Knobs::from_tags(Some(&json!({"localplane.routingRemovalLagMs":"x"}))).is_err());
+    }
+
+    #[test]
+    fn scaling_knobs_from_tags() {
+        use crate::scaler::{Behavior, HttpMetric, ScaleUp, Stabilization};
+        let k = Knobs::from_tags(None).unwrap();
+        assert_eq!(k.scaling, Behavior::default());
+        assert_eq!(k.scaling.http_metric, HttpMetric::RequestRate);
+        assert_eq!(k.scaling.scale_up, ScaleUp::Steps);
+        assert_eq!(
+            k.scaling.scale_down_stabilization,
+            Stabilization::Window(Duration::from_secs(300))
+        );
+        let k = Knobs::from_tags(Some(&json!({
+            "localplane.httpMetric": "peakInFlight",
+            "localplane.scaleUp": "atOnce",
+            "localplane.scaleDownStabilization": "cooldownPeriod"
+        })))
+        .unwrap();
+        assert_eq!(
+            k.scaling,
+            Behavior {
+                http_metric: HttpMetric::PeakInFlight,
+                scale_up: ScaleUp::AtOnce,
+                scale_down_stabilization: Stabilization::CooldownPeriod,
+            }
+        );
+        let k =
+            Knobs::from_tags(Some(&json!({"localplane.scaleDownStabilization": "10"}))).unwrap();
+        assert_eq!(
+            k.scaling.scale_down_stabilization,
+            Stabilization::Window(Duration::from_secs(10))
+        );
+        for (tag, v) in [
+            ("localplane.httpMetric", "inFlight"),
+            ("localplane.scaleUp", "fast"),
+            ("localplane.scaleDownStabilization", "-1"),
+            ("localplane.scaleDownStabilization", "5m"),
+        ] {
+            let e = Knobs::from_tags(Some(&json!({ tag: v }))).unwrap_err();
+            assert_eq!(e.status, 400, "{tag}={v}");
+            assert!(e.message.contains(tag), "{}", e.message);
+        }
     }
 }

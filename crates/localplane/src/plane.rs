@@ -1078,8 +1078,8 @@ impl Plane {
     }
 
     /// One scaler step for the serving revision `idx` (caller holds the lock): activation when
-    /// a request waits at an app at zero, an evaluation when the polling interval is due, the
-    /// system rows for a change; returns the replica count the revision should run.
+    /// a request waits at an app at zero, an evaluation when one is due, the system rows for a
+    /// change; returns the replica count the revision should run.
     fn scale_step(
         self: &Arc<Self>,
         app: &mut App,
@@ -1106,8 +1106,14 @@ impl Plane {
                     rev.name
                 ),
             );
-            Scaler::new(spec.clone(), spec.initial_replicas(), now)
+            Scaler::new(
+                spec.clone(),
+                app.knobs.scaling,
+                spec.initial_replicas(),
+                now,
+            )
         });
+        sc.set_behavior(app.knobs.scaling);
         // An app that can scale to zero holds requests while it has no routable replica.
         app.routes.set_hold(spec.min_replicas == 0);
         let waiting = app.routes.in_flight();
@@ -1119,9 +1125,24 @@ impl Plane {
         } else {
             (None, None)
         };
+        self.scale_rows(&owner, &rev.name, &spec, waiting, change, capped);
+        sc.replicas()
+    }
+
+    /// The system rows of a scaler step: the change, and `RunningAtMaxScale` when capped.
+    fn scale_rows(
+        &self,
+        owner: &Owner,
+        rev_name: &str,
+        spec: &crate::scaler::ScaleSpec,
+        waiting: u32,
+        change: Option<Change>,
+        capped: Option<u32>,
+    ) {
+        let sink = &self.ctx.sink;
         let target = spec.http.as_ref().map_or(0, |r| r.concurrent_requests);
         let row =
-            |reason: &str, level: Level, msg: String| sink.system(&owner, "", reason, level, msg);
+            |reason: &str, level: Level, msg: String| sink.system(owner, "", reason, level, msg);
         match change {
             None => {}
             Some(Change::Activated { to }) => row(
@@ -1129,7 +1150,7 @@ impl Plane {
                 Level::Normal,
                 format!(
                     "Scaled revision '{}' from 0 to {to}: {waiting} request(s) at the ingress",
-                    rev.name
+                    rev_name
                 ),
             ),
             Some(Change::Deactivated { from, idle }) => row(
@@ -1137,24 +1158,29 @@ impl Plane {
                 Level::Normal,
                 format!(
                     "Deactivated revision '{}' from {from} to 0: no requests for {} s (cooldownPeriod {} s)",
-                    rev.name,
+                    rev_name,
                     idle.as_secs(),
                     spec.cooldown_period.as_secs()
                 ),
             ),
-            Some(Change::Out { from, to, peak }) => row(
+            Some(Change::Out { from, to, metric }) => row(
                 "SuccessfulRescale",
                 Level::Normal,
                 format!(
-                    "New size: {to}; reason: {peak} concurrent requests above the target of {target} per replica (was {from})"
+                    "New size: {to}; reason: {metric} above the target of {target} per replica (was {from})"
                 ),
             ),
-            Some(Change::In { from, to, peak }) => row(
+            Some(Change::In {
+                from,
+                to,
+                metric,
+                window,
+            }) => row(
                 "SuccessfulRescale",
                 Level::Normal,
                 format!(
-                    "New size: {to}; reason: {peak} concurrent requests below the target of {target} per replica for the cooldown period of {} s (was {from})",
-                    spec.cooldown_period.as_secs()
+                    "New size: {to}; reason: {metric} below the target of {target} per replica for the scale-down stabilization window of {} s (was {from})",
+                    window.as_secs()
                 ),
             ),
         }
@@ -1164,11 +1190,10 @@ impl Plane {
                 Level::Warning,
                 format!(
                     "Revision '{}' is running at its maximum of {} replicas; the scale rule asks for {wanted}",
-                    rev.name, spec.max_replicas
+                    rev_name, spec.max_replicas
                 ),
             );
         }
-        sc.replicas()
     }
 
     /// Scale-in: retires `count` replicas of revision `idx` (not ready ones first, then the

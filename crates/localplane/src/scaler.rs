@@ -1,16 +1,22 @@
-//! The scale decision of one revision: KEDA's HTTP scaler semantics over the in-flight requests
-//! its app's ingress counts.
+//! The scale decision of one revision: the HTTP rule as Microsoft Learn's "Set scaling rules in
+//! Azure Container Apps" documents it, over the requests its app's ingress counts.
 //!
 //! Pure logic (no I/O, no clock of its own): the plane feeds it what the ingress saw since the
-//! previous evaluation ([`Observation`]) at each polling interval, and [`Scaler::activate`] when
-//! a request reaches an app at zero. What is documented and what localplane decides is listed in
-//! docs/FIDELITY.md ("Scaling"). In short:
-//! - desired = ceil(peak in-flight since the last evaluation / `concurrentRequests`), clamped to
-//!   [`minReplicas`, `maxReplicas`];
-//! - scale-out at an evaluation as soon as desired exceeds the current count;
-//! - scale-in only to the highest count desired over the last `cooldownPeriod` (so only after a
-//!   whole cooldown below the current count), and to zero only after `cooldownPeriod` without a
-//!   request (KEDA's cooldown before deactivation).
+//! previous evaluation ([`Observation`]) whenever [`Scaler::due`], and [`Scaler::activate`] when
+//! a request reaches an app at zero. docs/FIDELITY.md ("Scaling") quotes the page and lists what
+//! localplane infers. In short, by default:
+//! - every 15 s (not `pollingInterval`: "This value doesn't apply to HTTP and TCP scale rules"),
+//!   the metric is the requests arrived in the past 15 s divided by 15, and desired =
+//!   ceil(metric / `concurrentRequests`), clamped to [`minReplicas`, `maxReplicas`];
+//! - scale-out at once (scale-up stabilization 0 s) in Learn's steps: 0 → 1, then at most
+//!   `max(4, 2 × current)` per evaluation (1, 4, 8, 16, 32, ...);
+//! - scale-in of all the excess at once, to the highest count desired over the last 300 s (the
+//!   scale-down stabilization window);
+//! - to zero (`minReplicas` 0) only after `cooldownPeriod` without a request, from any count.
+//!
+//! The app's `localplane.*` tags ([`Behavior`]) select what localplane did before instead: the
+//! peak of requests in flight at each `pollingInterval`, the desired count at once, and
+//! `cooldownPeriod` (or any number of seconds) as the scale-down window.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -28,6 +34,107 @@ pub const MAX_REPLICAS_LIMIT: u32 = 1000;
 pub const DEFAULT_POLLING_INTERVAL: Duration = Duration::from_secs(30);
 pub const DEFAULT_COOLDOWN_PERIOD: Duration = Duration::from_secs(300);
 pub const DEFAULT_CONCURRENT_REQUESTS: u32 = 10;
+
+/// Learn, "Scale behavior": the HTTP rule's clock and window ("Every 15 seconds, the number of
+/// concurrent requests is calculated as the number of requests in the past 15 seconds divided
+/// by 15").
+pub const HTTP_INTERVAL: Duration = Duration::from_secs(15);
+/// Learn, "Scale behavior": "Scale down stabilization window | 300 seconds".
+pub const DEFAULT_SCALE_DOWN_STABILIZATION: Duration = Duration::from_secs(300);
+
+/// The tags that select a scaling behaviour other than Learn's (see [`Behavior`]).
+pub const TAG_HTTP_METRIC: &str = "localplane.httpMetric";
+pub const TAG_SCALE_UP: &str = "localplane.scaleUp";
+pub const TAG_SCALE_DOWN_STABILIZATION: &str = "localplane.scaleDownStabilization";
+
+/// What the HTTP rule measures, and when.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum HttpMetric {
+    /// Learn: every 15 s, the requests arrived in the past 15 s divided by 15.
+    #[default]
+    RequestRate,
+    /// KEDA's HTTP add-on's concurrency (what localplane did before): the most requests in
+    /// flight at once since the previous evaluation, evaluated at `pollingInterval`.
+    PeakInFlight,
+}
+
+/// How scale-out moves toward the desired count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ScaleUp {
+    /// Learn: 0 → 1, then to at most `max(4, 2 × current)` per evaluation.
+    #[default]
+    Steps,
+    /// To the desired count at once (what localplane did before).
+    AtOnce,
+}
+
+/// The scale-down stabilization window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stabilization {
+    /// A fixed window (Learn: 300 s).
+    Window(Duration),
+    /// The revision's `cooldownPeriod` (what localplane did before).
+    CooldownPeriod,
+}
+
+impl Default for Stabilization {
+    fn default() -> Self {
+        Stabilization::Window(DEFAULT_SCALE_DOWN_STABILIZATION)
+    }
+}
+
+/// How an app's scaler behaves where localplane offers more than Learn's documented behaviour
+/// (the default): read from the app's tags [`TAG_HTTP_METRIC`] (`requestRate`, `peakInFlight`),
+/// [`TAG_SCALE_UP`] (`steps`, `atOnce`) and [`TAG_SCALE_DOWN_STABILIZATION`] (seconds, or
+/// `cooldownPeriod`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Behavior {
+    pub http_metric: HttpMetric,
+    pub scale_up: ScaleUp,
+    pub scale_down_stabilization: Stabilization,
+}
+
+impl Behavior {
+    /// Reads the three tags through `get` (tag name → value); an unknown value is a 400
+    /// `InvalidRequestContent` naming the tag.
+    pub fn from_tags<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Result<Behavior, ArmError> {
+        let bad = |tag: &str, want: &str, got: &str| {
+            ArmError::bad_request(
+                "InvalidRequestContent",
+                format!("tag '{tag}' must be {want}, got '{got}'"),
+            )
+        };
+        let http_metric = match get(TAG_HTTP_METRIC).map(str::trim) {
+            None | Some("requestRate") => HttpMetric::RequestRate,
+            Some("peakInFlight") => HttpMetric::PeakInFlight,
+            Some(o) => return Err(bad(TAG_HTTP_METRIC, "requestRate or peakInFlight", o)),
+        };
+        let scale_up = match get(TAG_SCALE_UP).map(str::trim) {
+            None | Some("steps") => ScaleUp::Steps,
+            Some("atOnce") => ScaleUp::AtOnce,
+            Some(o) => return Err(bad(TAG_SCALE_UP, "steps or atOnce", o)),
+        };
+        let scale_down_stabilization = match get(TAG_SCALE_DOWN_STABILIZATION).map(str::trim) {
+            None => Stabilization::default(),
+            Some("cooldownPeriod") => Stabilization::CooldownPeriod,
+            Some(o) => match o.parse::<u64>() {
+                Ok(s) => Stabilization::Window(Duration::from_secs(s)),
+                Err(_) => {
+                    return Err(bad(
+                        TAG_SCALE_DOWN_STABILIZATION,
+                        "a number of seconds or cooldownPeriod",
+                        o,
+                    ));
+                }
+            },
+        };
+        Ok(Behavior {
+            http_metric,
+            scale_up,
+            scale_down_stabilization,
+        })
+    }
+}
 
 /// `properties.template.scale`, as localplane acts on it.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,6 +275,30 @@ pub struct Observation {
     pub arrived: u64,
 }
 
+/// The metric an evaluation acted on, for the system rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Requests arrived in the past 15 s (Learn's metric is this divided by 15).
+    Arrived15s(u64),
+    /// The most requests in flight at once since the previous evaluation.
+    PeakInFlight(u32),
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Metric::Arrived15s(n) => {
+                let per_s = *n as f64 / HTTP_INTERVAL.as_secs_f64();
+                write!(
+                    f,
+                    "{per_s:.1} concurrent requests ({n} in the past 15 s / 15)"
+                )
+            }
+            Metric::PeakInFlight(n) => write!(f, "{n} concurrent requests (peak in flight)"),
+        }
+    }
+}
+
 /// Why the count changed, for the system rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -175,10 +306,15 @@ pub enum Change {
     Activated { to: u32 },
     /// n → 0 after a cooldown without requests.
     Deactivated { from: u32, idle: Duration },
-    /// More replicas for the in-flight requests.
-    Out { from: u32, to: u32, peak: u32 },
-    /// Fewer, after a whole cooldown below the current count.
-    In { from: u32, to: u32, peak: u32 },
+    /// More replicas for the requests (one step of at most `max(4, 2 × from)` by default).
+    Out { from: u32, to: u32, metric: Metric },
+    /// Fewer, after the scale-down stabilization window below the current count.
+    In {
+        from: u32,
+        to: u32,
+        metric: Metric,
+        window: Duration,
+    },
 }
 
 /// The outcome of one evaluation.
@@ -196,11 +332,12 @@ pub struct Decision {
 #[derive(Debug, Clone)]
 pub struct Scaler {
     spec: ScaleSpec,
+    behavior: Behavior,
     current: u32,
     /// When a request was last seen (creation counts as one: a new revision is not idle yet).
     last_active: Instant,
     next_poll: Instant,
-    /// (when, desired) of the evaluations within the last cooldown period.
+    /// (when, desired) of the evaluations within the last scale-down stabilization window.
     window: VecDeque<(Instant, u32)>,
     /// The previous evaluation asked for more than `maxReplicas`.
     at_max: bool,
@@ -208,25 +345,53 @@ pub struct Scaler {
 
 impl Scaler {
     /// A scaler for a revision running `current` replicas at `now`.
-    pub fn new(spec: ScaleSpec, current: u32, now: Instant) -> Scaler {
+    pub fn new(spec: ScaleSpec, behavior: Behavior, current: u32, now: Instant) -> Scaler {
         let mut window = VecDeque::new();
         window.push_back((now, current));
-        Scaler {
-            next_poll: now + spec.polling_interval,
+        let mut s = Scaler {
+            next_poll: now,
             spec,
+            behavior,
             current,
             last_active: now,
             window,
             at_max: false,
-        }
+        };
+        s.next_poll = now + s.interval();
+        s
     }
 
     pub fn spec(&self) -> &ScaleSpec {
         &self.spec
     }
 
+    pub fn behavior(&self) -> Behavior {
+        self.behavior
+    }
+
+    /// Follows the app's tags when they change (the next evaluation uses them).
+    pub fn set_behavior(&mut self, behavior: Behavior) {
+        self.behavior = behavior;
+    }
+
     pub fn replicas(&self) -> u32 {
         self.current
+    }
+
+    /// The time between evaluations: 15 s for Learn's HTTP metric, else `pollingInterval`.
+    pub fn interval(&self) -> Duration {
+        match (&self.spec.http, self.behavior.http_metric) {
+            (Some(_), HttpMetric::RequestRate) => HTTP_INTERVAL,
+            _ => self.spec.polling_interval,
+        }
+    }
+
+    /// The scale-down stabilization window in effect.
+    pub fn stabilization(&self) -> Duration {
+        match self.behavior.scale_down_stabilization {
+            Stabilization::Window(d) => d,
+            Stabilization::CooldownPeriod => self.spec.cooldown_period,
+        }
     }
 
     /// Whether an evaluation is due at `now`.
@@ -251,18 +416,45 @@ impl Scaler {
         Some(Change::Activated { to: self.current })
     }
 
-    /// The evaluation at a polling interval.
+    /// The count the rule asks for, unclamped, and the metric it read.
+    fn wanted(&self, obs: Observation) -> (u32, Metric) {
+        let Some(rule) = &self.spec.http else {
+            // No rule localplane acts on: the count stays where the limits put it.
+            let (min, max) = (self.spec.min_replicas, self.spec.max_replicas);
+            let keep = self.current.clamp(min.max(1), max);
+            return (keep, Metric::PeakInFlight(obs.peak_in_flight));
+        };
+        let target = rule.concurrent_requests;
+        match self.behavior.http_metric {
+            // ceil((arrived / 15) / target), in integers.
+            HttpMetric::RequestRate => {
+                let per_window = HTTP_INTERVAL.as_secs() * u64::from(target);
+                let wanted = obs.arrived.div_ceil(per_window);
+                (
+                    u32::try_from(wanted).unwrap_or(u32::MAX),
+                    Metric::Arrived15s(obs.arrived),
+                )
+            }
+            HttpMetric::PeakInFlight => (
+                obs.peak_in_flight.div_ceil(target),
+                Metric::PeakInFlight(obs.peak_in_flight),
+            ),
+        }
+    }
+
+    /// The evaluation due at [`Scaler::next_poll`].
     pub fn evaluate(&mut self, now: Instant, obs: Observation) -> Decision {
-        self.next_poll = now + self.spec.polling_interval;
+        let interval = self.interval();
+        // On the clock ("every 15 seconds"), not drifting by the controller's lateness.
+        self.next_poll += interval;
+        if self.next_poll <= now {
+            self.next_poll = now + interval;
+        }
         if obs.peak_in_flight > 0 || obs.arrived > 0 {
             self.last_active = now;
         }
         let (min, max) = (self.spec.min_replicas, self.spec.max_replicas);
-        let wanted = match &self.spec.http {
-            Some(rule) => obs.peak_in_flight.div_ceil(rule.concurrent_requests),
-            // No rule localplane acts on: the count stays where the limits put it.
-            None => self.current.clamp(min.max(1), max),
-        };
+        let (wanted, metric) = self.wanted(obs);
         let idle = now.saturating_duration_since(self.last_active);
         // Below one replica only after a cooldown without requests (KEDA's deactivation).
         let floor = if idle >= self.spec.cooldown_period {
@@ -274,7 +466,8 @@ impl Scaler {
         let capped = (wanted > max && !self.at_max).then_some(wanted);
         self.at_max = wanted > max;
         self.window.push_back((now, desired));
-        let horizon = now.checked_sub(self.spec.cooldown_period);
+        let window = self.stabilization();
+        let horizon = now.checked_sub(window);
         while let Some(&(t, _)) = self.window.front() {
             if horizon.is_some_and(|h| t <= h) && self.window.len() > 1 {
                 self.window.pop_front();
@@ -283,21 +476,23 @@ impl Scaler {
             }
         }
         let from = self.current;
-        let peak = obs.peak_in_flight;
         let change = if desired > from {
-            self.current = desired;
+            // Scale-up stabilization 0 s: at once, by a step at most.
+            let to = match (self.behavior.scale_up, from) {
+                (ScaleUp::AtOnce, _) => desired,
+                (ScaleUp::Steps, 0) => desired.min(min.max(1)),
+                (ScaleUp::Steps, n) => desired.min(n.saturating_mul(2).max(4)),
+            };
+            self.current = to;
             Some(if from == 0 {
-                Change::Activated { to: desired }
+                Change::Activated { to }
             } else {
-                Change::Out {
-                    from,
-                    to: desired,
-                    peak,
-                }
+                Change::Out { from, to, metric }
             })
         } else if desired < from {
-            // The highest count desired within the cooldown: scale-in waits a whole cooldown.
-            // To zero, the cooldown is the idle time already (desired is 0 only after it).
+            // The highest count desired within the window; all the excess over it goes at once.
+            // To zero, the cooldown without requests has passed already (desired is 0 only
+            // then), from any count: the cooldown, not the window, decides.
             let hold = if desired == 0 {
                 0
             } else {
@@ -309,7 +504,12 @@ impl Scaler {
                 Some(if to == 0 {
                     Change::Deactivated { from, idle }
                 } else {
-                    Change::In { from, to, peak }
+                    Change::In {
+                        from,
+                        to,
+                        metric,
+                        window,
+                    }
                 })
             } else {
                 None
@@ -349,6 +549,33 @@ mod tests {
             peak_in_flight: peak,
             arrived: u64::from(peak),
         }
+    }
+
+    /// `n` requests arrived in the past 15 s (a few in flight).
+    fn arrived(n: u64) -> Observation {
+        Observation {
+            peak_in_flight: 1,
+            arrived: n,
+        }
+    }
+
+    /// What localplane did before (the tags `peakInFlight`, `atOnce`, `cooldownPeriod`).
+    const OLD: Behavior = Behavior {
+        http_metric: HttpMetric::PeakInFlight,
+        scale_up: ScaleUp::AtOnce,
+        scale_down_stabilization: Stabilization::CooldownPeriod,
+    };
+
+    /// Learn's behaviour but scale-out to the desired count at once (`atOnce`), for tests of
+    /// other boundaries.
+    const AT_ONCE: Behavior = Behavior {
+        http_metric: HttpMetric::RequestRate,
+        scale_up: ScaleUp::AtOnce,
+        scale_down_stabilization: Stabilization::Window(DEFAULT_SCALE_DOWN_STABILIZATION),
+    };
+
+    fn sec(s: u64) -> Duration {
+        Duration::from_secs(s)
     }
 
     /// `template.scale` as the API reads it: through the wire model first (a body that does not
@@ -432,102 +659,261 @@ mod tests {
     }
 
     #[test]
-    fn desired_is_ceil_of_in_flight_over_the_target_on_both_sides_of_each_multiple() {
+    fn behavior_tags_default_to_learn_and_reject_unknown_values() {
+        let none = |_: &str| None;
+        assert_eq!(Behavior::from_tags(none).unwrap(), Behavior::default());
+        let old = Behavior::from_tags(|k| match k {
+            TAG_HTTP_METRIC => Some("peakInFlight"),
+            TAG_SCALE_UP => Some("atOnce"),
+            TAG_SCALE_DOWN_STABILIZATION => Some("cooldownPeriod"),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(old, OLD);
+        let w =
+            Behavior::from_tags(|k| (k == TAG_SCALE_DOWN_STABILIZATION).then_some("0")).unwrap();
+        assert_eq!(w.scale_down_stabilization, Stabilization::Window(sec(0)));
+        assert!(Behavior::from_tags(|k| (k == TAG_HTTP_METRIC).then_some("rps")).is_err());
+        assert!(Behavior::from_tags(|k| (k == TAG_SCALE_UP).then_some("")).is_err());
+    }
+
+    #[test]
+    fn the_http_rule_is_evaluated_every_15_s_whatever_the_polling_interval() {
+        let t0 = Instant::now();
+        for polling in [1, 30] {
+            let mut sp = spec(1, 10, 10);
+            sp.polling_interval = sec(polling);
+            let s = Scaler::new(sp.clone(), Behavior::default(), 1, t0);
+            assert!(!s.due(t0 + sec(14)), "polling {polling} s: due at 14 s");
+            assert!(s.due(t0 + sec(15)), "polling {polling} s: not due at 15 s");
+            // The old metric keeps the polling interval.
+            let s = Scaler::new(sp, OLD, 1, t0);
+            assert!(!s.due(t0 + sec(polling) - Duration::from_millis(1)));
+            assert!(s.due(t0 + sec(polling)));
+        }
+        // Without an HTTP rule, the polling interval (nothing else is acted on).
+        let mut sp = spec(1, 10, 10);
+        sp.http = None;
+        assert_eq!(
+            Scaler::new(sp, Behavior::default(), 1, t0).interval(),
+            sec(30)
+        );
+    }
+
+    #[test]
+    fn the_clock_does_not_drift_with_a_late_evaluation() {
+        let t0 = Instant::now();
+        let mut s = Scaler::new(spec(1, 10, 10), Behavior::default(), 1, t0);
+        s.evaluate(t0 + Duration::from_millis(15_400), IDLE);
+        assert_eq!(
+            s.next_poll(),
+            t0 + sec(30),
+            "every 15 s, not 15 s after a late one"
+        );
+        // Far behind (a stalled controller): the next one 15 s from now.
+        s.evaluate(t0 + sec(100), IDLE);
+        assert_eq!(s.next_poll(), t0 + sec(115));
+    }
+
+    #[test]
+    fn the_metric_is_arrivals_in_15_s_over_15_on_both_sides_of_each_multiple() {
+        // Target 10 per replica: 150 requests in 15 s are 10 concurrent (1 replica), 151 are
+        // 10.07 (2 replicas). In flight does not count.
+        for (n, want) in [
+            (0, 1),
+            (1, 1),
+            (150, 1),
+            (151, 2),
+            (300, 2),
+            (301, 3),
+            (450, 3),
+        ] {
+            let t0 = Instant::now();
+            let mut s = Scaler::new(spec(1, 10, 10), AT_ONCE, 1, t0);
+            let obs = Observation {
+                peak_in_flight: 500,
+                arrived: n,
+            };
+            assert_eq!(s.evaluate(t0 + sec(15), obs).replicas, want, "{n} arrived");
+        }
+        // The old metric: the peak in flight, whatever arrived.
         for (peak, want) in [(1, 1), (10, 1), (11, 2), (20, 2), (21, 3), (30, 3), (31, 4)] {
             let t0 = Instant::now();
-            let mut s = Scaler::new(spec(1, 10, 10), 1, t0);
-            let d = s.evaluate(t0 + Duration::from_secs(30), busy(peak));
-            assert_eq!(d.replicas, want, "peak {peak}");
+            let mut s = Scaler::new(spec(1, 10, 10), OLD, 1, t0);
+            let obs = Observation {
+                peak_in_flight: peak,
+                arrived: 10_000,
+            };
+            assert_eq!(s.evaluate(t0 + sec(30), obs).replicas, want, "peak {peak}");
+        }
+    }
+
+    #[test]
+    fn a_burst_is_averaged_over_the_15_s_window() {
+        // 20 requests a second against a target of 10: a 7 s burst is 140 requests, 9.3 per
+        // second over the window (no scale-out); an 8 s burst is 160, 10.7 (2 replicas). The
+        // old metric saw 20 in flight in both (2 replicas) if they were 1 s requests.
+        let t0 = Instant::now();
+        let burst = |secs: u64| arrived(20 * secs);
+        let mut s = Scaler::new(spec(1, 10, 10), Behavior::default(), 1, t0);
+        assert_eq!(s.evaluate(t0 + sec(15), burst(7)).replicas, 1);
+        let mut s = Scaler::new(spec(1, 10, 10), Behavior::default(), 1, t0);
+        assert_eq!(s.evaluate(t0 + sec(15), burst(8)).replicas, 2);
+        // A burst of 14 s at 11 a second (154 requests) scales out; the same rate for 13 s
+        // (143) does not: the window is 15 s whatever the burst's length.
+        let mut s = Scaler::new(spec(1, 10, 10), Behavior::default(), 1, t0);
+        assert_eq!(s.evaluate(t0 + sec(15), arrived(11 * 14)).replicas, 2);
+        let mut s = Scaler::new(spec(1, 10, 10), Behavior::default(), 1, t0);
+        assert_eq!(s.evaluate(t0 + sec(15), arrived(11 * 13)).replicas, 1);
+        // A burst that starts at an evaluation: 14 s fit in its window, 16 s spill 1 s into the
+        // next, which then still sees a request, so the cooldown to zero starts 15 s later.
+        for (burst, zero_at) in [(14, 15 + 300), (16, 30 + 300)] {
+            let mut s = Scaler::new(spec(0, 10, 10), Behavior::default(), 1, t0);
+            // One request a second, each over before the next.
+            let window = |n: u64| Observation {
+                peak_in_flight: u32::from(n > 0),
+                arrived: n,
+            };
+            s.evaluate(t0 + sec(15), window(burst.min(15)));
+            s.evaluate(t0 + sec(30), window(burst.saturating_sub(15)));
+            let d = s.evaluate(t0 + sec(zero_at - 1), IDLE);
+            assert_eq!(d.replicas, 1, "{burst} s burst, 1 s before");
+            let d = s.evaluate(t0 + sec(zero_at), IDLE);
+            assert_eq!(d.replicas, 0, "{burst} s burst");
         }
     }
 
     #[test]
     fn the_count_is_clamped_to_the_limits_and_capped_is_reported() {
         let t0 = Instant::now();
-        let mut s = Scaler::new(spec(2, 4, 10), 2, t0);
-        let d = s.evaluate(t0 + Duration::from_secs(30), busy(40));
+        let mut s = Scaler::new(spec(2, 4, 10), Behavior::default(), 2, t0);
+        let d = s.evaluate(t0 + sec(15), arrived(600));
         assert_eq!(
             (d.replicas, d.capped),
             (4, None),
             "exactly at max is not capped"
         );
-        let d = s.evaluate(t0 + Duration::from_secs(60), busy(41));
+        let d = s.evaluate(t0 + sec(30), arrived(601));
         assert_eq!((d.replicas, d.capped), (4, Some(5)));
-        let d = s.evaluate(t0 + Duration::from_secs(90), busy(60));
+        let d = s.evaluate(t0 + sec(45), arrived(900));
         assert_eq!((d.replicas, d.capped), (4, None), "once per streak");
-        s.evaluate(t0 + Duration::from_secs(120), busy(40));
-        let d = s.evaluate(t0 + Duration::from_secs(150), busy(41));
+        s.evaluate(t0 + sec(60), arrived(600));
+        let d = s.evaluate(t0 + sec(75), arrived(601));
         assert_eq!(d.capped, Some(5), "a new streak");
         // Below min: min (after the cooldown, too).
-        let mut s = Scaler::new(spec(2, 4, 10), 2, t0);
-        let d = s.evaluate(t0 + Duration::from_secs(600), IDLE);
+        let mut s = Scaler::new(spec(2, 4, 10), Behavior::default(), 2, t0);
+        let d = s.evaluate(t0 + sec(600), IDLE);
         assert_eq!((d.replicas, d.change), (2, None));
     }
 
     #[test]
-    fn scale_out_happens_at_the_first_evaluation_that_sees_the_load() {
+    fn scale_out_goes_in_learns_steps_1_4_8_16_up_to_max() {
+        // 3000 requests in 15 s at a target of 10: 20 replicas wanted, max 30.
         let t0 = Instant::now();
-        let mut s = Scaler::new(spec(1, 10, 10), 1, t0);
-        assert!(!s.due(t0 + Duration::from_secs(29)));
-        assert!(s.due(t0 + Duration::from_secs(30)));
-        let d = s.evaluate(t0 + Duration::from_secs(30), busy(25));
+        let mut s = Scaler::new(spec(0, 30, 10), Behavior::default(), 0, t0);
+        let mut counts = Vec::new();
+        for i in 1..=6 {
+            counts.push(s.evaluate(t0 + sec(15 * i), arrived(3000)).replicas);
+        }
+        assert_eq!(counts, vec![1, 4, 8, 16, 20, 20]);
+        // Each step is min(max, desired, max(4, 2 × current)): from 3, 6; from 2, 4.
+        for (from, want) in [(2, 4), (3, 6), (4, 8), (5, 10), (12, 20)] {
+            let mut s = Scaler::new(spec(1, 30, 10), Behavior::default(), from, t0);
+            assert_eq!(
+                s.evaluate(t0 + sec(15), arrived(3000)).replicas,
+                want,
+                "from {from}"
+            );
+        }
+        // Below a step: the desired count itself.
+        let mut s = Scaler::new(spec(1, 30, 10), Behavior::default(), 1, t0);
+        let d = s.evaluate(t0 + sec(15), arrived(450));
         assert_eq!(
             d.change,
             Some(Change::Out {
                 from: 1,
                 to: 3,
-                peak: 25
+                metric: Metric::Arrived15s(450)
             })
         );
-        assert_eq!(s.next_poll(), t0 + Duration::from_secs(60));
+        // Capped at max inside a step: 16 → 18 (not 32) with max 18.
+        let mut s = Scaler::new(spec(1, 18, 10), Behavior::default(), 16, t0);
+        assert_eq!(s.evaluate(t0 + sec(15), arrived(3000)).replicas, 18);
+        // `atOnce`: to the desired count at the first evaluation.
+        let mut s = Scaler::new(spec(1, 30, 10), AT_ONCE, 1, t0);
+        assert_eq!(s.evaluate(t0 + sec(15), arrived(3000)).replicas, 20);
     }
 
     #[test]
-    fn scale_in_waits_a_whole_cooldown_below_the_current_count() {
+    fn scale_in_waits_the_300_s_stabilization_window_then_removes_all_the_excess() {
         let t0 = Instant::now();
-        let sec = Duration::from_secs;
-        let mut s = Scaler::new(spec(1, 10, 10), 1, t0);
-        assert_eq!(s.evaluate(t0 + sec(30), busy(30)).replicas, 3);
-        // Load drops at once; the count holds for the cooldown after the last evaluation that
-        // wanted 3 (t0 + 30 s): still 3 at +329 s, 1 from +330 s on... evaluations every 30 s.
-        let mut t = 30;
-        let mut last = 3;
-        while t < 330 {
-            t += 30;
-            let d = s.evaluate(t0 + sec(t), busy(5));
-            if t < 330 {
-                assert_eq!(d.replicas, 3, "at +{t} s");
-            }
-            last = d.replicas;
+        let mut s = Scaler::new(spec(1, 10, 10), AT_ONCE, 1, t0);
+        // Peak at +15 s: 8 replicas. Load drops to 1 replica's worth at once.
+        assert_eq!(s.evaluate(t0 + sec(15), arrived(1200)).replicas, 8);
+        let mut t = 15;
+        while t < 300 {
+            t += 15;
+            assert_eq!(s.evaluate(t0 + sec(t), arrived(15)).replicas, 8, "+{t} s");
         }
-        assert_eq!(t, 330);
-        assert_eq!(last, 1, "scale-in at exactly one cooldown after the peak");
-        // A second step: load 15 (2 wanted) after a peak of 3: 2 only after the cooldown.
-        let mut s = Scaler::new(spec(1, 10, 10), 1, t0);
-        s.evaluate(t0 + sec(30), busy(30));
-        let d = s.evaluate(t0 + sec(329), busy(15));
-        assert_eq!(d.replicas, 3, "one second short of the cooldown");
-        let d = s.evaluate(t0 + sec(331), busy(15));
+        // 299 s after the last evaluation that wanted 8: still 8; 301 s: 1, in one step.
+        assert_eq!(s.evaluate(t0 + sec(15 + 299), arrived(15)).replicas, 8);
+        let d = s.evaluate(t0 + sec(15 + 301), arrived(15));
         assert_eq!(
             d.change,
             Some(Change::In {
-                from: 3,
-                to: 2,
-                peak: 15
+                from: 8,
+                to: 1,
+                metric: Metric::Arrived15s(15),
+                window: sec(300)
             })
         );
+        // The highest count desired over the window: 8 at +0, 5 at +100 s, then 1: 5 from
+        // 300 s after the 8, 1 from 300 s after the 5.
+        let mut s = Scaler::new(spec(1, 10, 10), AT_ONCE, 1, t0);
+        s.evaluate(t0, arrived(1200));
+        s.evaluate(t0 + sec(100), arrived(750));
+        assert_eq!(s.evaluate(t0 + sec(299), arrived(15)).replicas, 8);
+        assert_eq!(s.evaluate(t0 + sec(301), arrived(15)).replicas, 5);
+        assert_eq!(s.evaluate(t0 + sec(399), arrived(15)).replicas, 5);
+        assert_eq!(s.evaluate(t0 + sec(401), arrived(15)).replicas, 1);
+    }
+
+    #[test]
+    fn a_short_cooldown_does_not_shorten_the_scale_in_window() {
+        // cooldownPeriod 10 s, minReplicas 1: the window is still 300 s.
+        let t0 = Instant::now();
+        let mut sp = spec(1, 10, 10);
+        sp.cooldown_period = sec(10);
+        let mut s = Scaler::new(sp.clone(), AT_ONCE, 1, t0);
+        s.evaluate(t0 + sec(15), arrived(450));
+        assert_eq!(s.evaluate(t0 + sec(45), IDLE).replicas, 3);
+        assert_eq!(s.evaluate(t0 + sec(15 + 299), IDLE).replicas, 3);
+        assert_eq!(s.evaluate(t0 + sec(15 + 301), IDLE).replicas, 1);
+        // The old behaviour (`cooldownPeriod` as the window): 1 after 10 s.
+        let mut s = Scaler::new(sp.clone(), OLD, 1, t0);
+        s.evaluate(t0 + sec(30), busy(30));
+        assert_eq!(s.evaluate(t0 + sec(39), busy(5)).replicas, 3);
+        assert_eq!(s.evaluate(t0 + sec(41), busy(5)).replicas, 1);
+        // A window in seconds.
+        let b = Behavior {
+            scale_down_stabilization: Stabilization::Window(sec(60)),
+            ..OLD
+        };
+        let mut s = Scaler::new(sp, b, 1, t0);
+        s.evaluate(t0 + sec(30), busy(30));
+        assert_eq!(s.evaluate(t0 + sec(89), busy(5)).replicas, 3);
+        assert_eq!(s.evaluate(t0 + sec(91), busy(5)).replicas, 1);
     }
 
     #[test]
     fn scale_to_zero_only_after_a_cooldown_without_requests() {
         let t0 = Instant::now();
-        let sec = Duration::from_secs;
-        let mut s = Scaler::new(spec(0, 10, 10), 1, t0);
-        // One request at +30 s: the idle clock starts again.
-        assert_eq!(s.evaluate(t0 + sec(30), busy(1)).replicas, 1);
-        let d = s.evaluate(t0 + sec(329), IDLE);
+        let mut s = Scaler::new(spec(0, 10, 10), Behavior::default(), 1, t0);
+        // One request seen at +15 s: the idle clock starts again.
+        assert_eq!(s.evaluate(t0 + sec(15), arrived(1)).replicas, 1);
+        let d = s.evaluate(t0 + sec(314), IDLE);
         assert_eq!((d.replicas, d.change), (1, None), "299 s idle");
-        let d = s.evaluate(t0 + sec(330), IDLE);
+        let d = s.evaluate(t0 + sec(315), IDLE);
         assert_eq!(d.replicas, 0, "300 s idle");
         assert_eq!(
             d.change,
@@ -537,36 +923,62 @@ mod tests {
             })
         );
         // A fresh scaler is not idle at creation: no deactivation before a cooldown.
-        let mut s = Scaler::new(spec(0, 10, 10), 1, t0);
+        let mut s = Scaler::new(spec(0, 10, 10), Behavior::default(), 1, t0);
         assert_eq!(s.evaluate(t0 + sec(299), IDLE).replicas, 1);
         assert_eq!(s.evaluate(t0 + sec(300), IDLE).replicas, 0);
         // minReplicas 1 never goes to zero.
-        let mut s = Scaler::new(spec(1, 10, 10), 1, t0);
+        let mut s = Scaler::new(spec(1, 10, 10), Behavior::default(), 1, t0);
         assert_eq!(s.evaluate(t0 + sec(3000), IDLE).replicas, 1);
+    }
+
+    #[test]
+    fn the_cooldown_takes_the_last_replicas_to_zero_not_the_window() {
+        // cooldownPeriod 10 s, minReplicas 0, 3 replicas: 10 s without a request take the app
+        // to zero from 3 (Learn: "how long after the last event was observed before the
+        // application scales down to its minimum replica count"); the 300 s window does not
+        // hold it, and while requests come it holds N → M.
+        let t0 = Instant::now();
+        let mut sp = spec(0, 10, 10);
+        sp.cooldown_period = sec(10);
+        let mut s = Scaler::new(sp, AT_ONCE, 1, t0);
+        assert_eq!(s.evaluate(t0 + sec(15), arrived(450)).replicas, 3);
+        assert_eq!(s.evaluate(t0 + sec(24), IDLE).replicas, 3, "9 s idle");
+        let d = s.evaluate(t0 + sec(25), IDLE);
+        assert_eq!(
+            d.change,
+            Some(Change::Deactivated {
+                from: 3,
+                idle: sec(10)
+            })
+        );
     }
 
     #[test]
     fn a_request_at_zero_activates_at_once_and_restarts_the_idle_clock() {
         let t0 = Instant::now();
-        let sec = Duration::from_secs;
-        let mut s = Scaler::new(spec(0, 10, 10), 1, t0);
+        let mut s = Scaler::new(spec(0, 10, 10), Behavior::default(), 1, t0);
         s.evaluate(t0 + sec(300), IDLE);
         assert_eq!(s.replicas(), 0);
         assert_eq!(s.activate(t0 + sec(301)), Some(Change::Activated { to: 1 }));
         assert_eq!(s.activate(t0 + sec(302)), None, "already active");
         // The held requests completed before the next evaluation: idle again, deactivated a
-        // whole
-        assert_eq!(s.evaluate(t0 + sec(330), IDLE).replicas, 1);
-        // cooldown after the last request seen (the second held one, at +302 s).
+        // whole cooldown after the last request seen (the second held one, at +302 s).
+        assert_eq!(s.evaluate(t0 + sec(315), IDLE).replicas, 1);
         assert_eq!(s.evaluate(t0 + sec(601), IDLE).replicas, 1);
         assert_eq!(s.evaluate(t0 + sec(602), IDLE).replicas, 0);
     }
 
     #[test]
-    fn an_evaluation_that_sees_load_at_zero_activates() {
+    fn an_evaluation_that_sees_load_at_zero_activates_to_one_then_steps() {
         let t0 = Instant::now();
-        let mut s = Scaler::new(spec(0, 10, 10), 0, t0);
-        let d = s.evaluate(t0 + Duration::from_secs(30), busy(15));
+        let mut s = Scaler::new(spec(0, 10, 10), Behavior::default(), 0, t0);
+        let d = s.evaluate(t0 + sec(15), arrived(450));
+        assert_eq!(d.change, Some(Change::Activated { to: 1 }));
+        let d = s.evaluate(t0 + sec(30), arrived(450));
+        assert_eq!(d.replicas, 3);
+        // The old behaviour: to the desired count at once.
+        let mut s = Scaler::new(spec(0, 10, 10), OLD, 0, t0);
+        let d = s.evaluate(t0 + sec(30), busy(15));
         assert_eq!(d.change, Some(Change::Activated { to: 2 }));
     }
 
@@ -575,10 +987,22 @@ mod tests {
         let t0 = Instant::now();
         let mut sp = spec(0, 10, 10);
         sp.http = None;
-        let mut s = Scaler::new(sp, 1, t0);
-        let d = s.evaluate(t0 + Duration::from_secs(30), busy(500));
+        let mut s = Scaler::new(sp, Behavior::default(), 1, t0);
+        let d = s.evaluate(t0 + sec(30), busy(500));
         assert_eq!((d.replicas, d.change), (1, None));
-        let d = s.evaluate(t0 + Duration::from_secs(10_000), IDLE);
+        let d = s.evaluate(t0 + sec(10_000), IDLE);
         assert_eq!(d.replicas, 1);
+    }
+
+    #[test]
+    fn the_metric_reads_as_learn_words_it() {
+        assert_eq!(
+            Metric::Arrived15s(160).to_string(),
+            "10.7 concurrent requests (160 in the past 15 s / 15)"
+        );
+        assert_eq!(
+            Metric::PeakInFlight(7).to_string(),
+            "7 concurrent requests (peak in flight)"
+        );
     }
 }

@@ -1,6 +1,10 @@
-//! Scaling against the process runtime (real `subject` binaries on 127.0.0.1), with the scale
-//! block's periods set to seconds: HTTP-rule scale-out and scale-in with `ManuallyStopped` rows,
-//! scale to zero after the cooldown, and a request at zero held while a replica starts.
+//! Scaling against the process runtime (real `subject` binaries on 127.0.0.1): Learn's HTTP
+//! metric (requests in the past 15 s / 15, every 15 s) end to end; and, with the scale block's
+//! periods in seconds and the `localplane.*` tags selecting the peak-in-flight metric at the
+//! polling interval and `cooldownPeriod` as the scale-down window (so each test takes seconds,
+//! not Learn's 15 s clock and 300 s window, which the scaler's unit tests cover): scale-out and
+//! scale-in with `ManuallyStopped` rows, scale to zero after the cooldown, and a request at zero
+//! held while a replica starts.
 
 #![allow(clippy::unwrap_used)]
 
@@ -17,8 +21,23 @@ fn readiness() -> Value {
             "periodSeconds": 1, "failureThreshold": 1}])
 }
 
-/// A subject app with `scale` as given and a 1 s startup delay (bind late).
+/// The tags that select localplane's earlier, faster-to-test scaling: the peak in flight at
+/// `pollingInterval`, to the desired count at once, `cooldownPeriod` as the scale-down window.
+fn quick_scaling() -> Value {
+    json!({"localplane.httpMetric": "peakInFlight", "localplane.scaleUp": "atOnce",
+        "localplane.scaleDownStabilization": "cooldownPeriod"})
+}
+
+/// A subject app with `scale` as given and a 1 s startup delay (bind late), with the
+/// [`quick_scaling`] tags.
 fn app(scale: Value, startup_s: u32) -> Value {
+    let mut body = documented_app(scale, startup_s);
+    body["tags"] = quick_scaling();
+    body
+}
+
+/// As [`app`], without tags: Learn's scaling behaviour.
+fn documented_app(scale: Value, startup_s: u32) -> Value {
     let mut body = subject_app(
         json!([{"name": "STARTUP_DELAY_SECONDS", "value": startup_s.to_string()}]),
         1,
@@ -197,5 +216,39 @@ async fn http_rule_scales_out_under_load_and_in_after_the_cooldown() {
     );
     // minReplicas 1: never to zero, so no request is ever held.
     assert!(rows_with(&lab, "KEDAScaleTargetDeactivated").is_empty());
+    lab.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_the_http_rule_counts_requests_in_the_past_15_s() {
+    let lab = Lab::process().await;
+    let scale = json!({"minReplicas": 1, "maxReplicas": 5, "pollingInterval": 1,
+        "rules": [{"name": "http", "http": {"metadata": {"concurrentRequests": "1"}}}]});
+    let rev = create(&lab, "rate", documented_app(scale, 0)).await;
+    let url = ingress(&lab, "rate").await;
+    // 62 short requests one after another: never more than 1 in flight (the peak metric would
+    // keep 1 replica), but however an evaluation splits them, one 15 s window holds at least 31:
+    // more than 2 concurrent by Learn's formula, so at least 3 replicas wanted; from 1, one step
+    // goes to at most max(4, 2 x 1) = 4.
+    for _ in 0..62 {
+        assert_eq!(
+            call(&lab.client, "GET", &format!("{url}/"), None).await.0,
+            200
+        );
+    }
+    eventually(
+        Duration::from_secs(40),
+        "scale out to 3 or more",
+        || async { (replica_count(&lab, "rate", &rev).await >= 3).then_some(()) },
+    )
+    .await;
+    let out = rows_with(&lab, "SuccessfulRescale");
+    let first = out[0]["Log_s"].as_str().unwrap();
+    assert!(
+        (first.starts_with("New size: 3;") || first.starts_with("New size: 4;"))
+            && first.contains("in the past 15 s / 15")
+            && first.contains("(was 1)"),
+        "{out:?}"
+    );
     lab.stop().await;
 }
