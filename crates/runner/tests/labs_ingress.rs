@@ -1,6 +1,6 @@
 //! The ingress-timeout lab, as CI runs it: `ingress-timeout` with its quick profile on
 //! localplane's docker runtime must end `held` (ten 200 s requests served, the one 250 s request
-//! answered `504 upstream request timeout` by the ingress), and its positive control
+//! answered `504 stream timeout` by the ingress's idle timeout), and its positive control
 //! (`ingress-timeout-swapped`: 250 s requests on the main stream, a 230 s one beside them) must
 //! end `falsified` with both checks failing. Docker must be reachable (these tests fail loudly
 //! otherwise, unless `PROBELAB_SKIP_DOCKER=1`), and the images `probelab/<name>:dev` must exist.
