@@ -158,6 +158,12 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
     if let Some(l) = app.routing_removal_lag_ms {
         tags.insert("localplane.routingRemovalLagMs".into(), l.to_string());
     }
+    if let Some(t) = &app.ingress_timeout {
+        tags.insert("localplane.ingressTimeout".into(), t.clone());
+    }
+    if let Some(n) = app.connect_retries {
+        tags.insert("localplane.connectRetries".into(), n.to_string());
+    }
     ContainerApp {
         location: Some(at.location.to_owned()),
         tags: Some(tags),
@@ -279,6 +285,8 @@ mod tests {
             revision_ready: Some("allReplicas".into()),
             drain_delay_seconds: Some(15),
             routing_removal_lag_ms: None,
+            ingress_timeout: Some("request".into()),
+            connect_retries: Some(0),
             revisions_mode: RevisionsMode::Single,
             revision_suffix: None,
             traffic: Vec::new(),
@@ -363,6 +371,8 @@ mod tests {
         assert_eq!(cfg["activeRevisionsMode"], "Single");
         assert_eq!(body["tags"]["localplane.revisionReady"], "allReplicas");
         assert_eq!(body["tags"]["localplane.drainDelaySeconds"], "15");
+        assert_eq!(body["tags"]["localplane.ingressTimeout"], "request");
+        assert_eq!(body["tags"]["localplane.connectRetries"], "0");
         assert_eq!(body["tags"]["lab"], "startup-degraded");
         // No registry: nothing about pulling, no identity (what localplane gets).
         assert!(cfg.get("registries").is_none());
