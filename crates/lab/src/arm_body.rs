@@ -144,26 +144,7 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         revision_suffix: app.revision_suffix.clone(),
         ..Template::default()
     };
-    let mut tags: BTreeMap<String, String> = at
-        .tags
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    if let Some(r) = &app.revision_ready {
-        tags.insert("localplane.revisionReady".into(), r.clone());
-    }
-    if let Some(d) = app.drain_delay_seconds {
-        tags.insert("localplane.drainDelaySeconds".into(), d.to_string());
-    }
-    if let Some(l) = app.routing_removal_lag_ms {
-        tags.insert("localplane.routingRemovalLagMs".into(), l.to_string());
-    }
-    if let Some(t) = &app.ingress_timeout {
-        tags.insert("localplane.ingressTimeout".into(), t.clone());
-    }
-    if let Some(n) = app.connect_retries {
-        tags.insert("localplane.connectRetries".into(), n.to_string());
-    }
+    let tags = tags(app, at);
     ContainerApp {
         location: Some(at.location.to_owned()),
         tags: Some(tags),
@@ -184,6 +165,32 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         },
         ..ContainerApp::default()
     }
+}
+
+/// The app's tags: the placement's (e.g. `lab`, `run`) and its emulator knobs as `localplane.*`
+/// tags, which Azure stores and ignores.
+fn tags(app: &App, at: &Placement<'_>) -> BTreeMap<String, String> {
+    let mut tags: BTreeMap<String, String> = at
+        .tags
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    if let Some(r) = &app.revision_ready {
+        tags.insert("localplane.revisionReady".into(), r.clone());
+    }
+    if let Some(d) = app.drain_delay_seconds {
+        tags.insert("localplane.drainDelaySeconds".into(), d.to_string());
+    }
+    if let Some(l) = app.routing_removal_lag_ms {
+        tags.insert("localplane.routingRemovalLagMs".into(), l.to_string());
+    }
+    if let Some(t) = &app.ingress_timeout {
+        tags.insert("localplane.ingressTimeout".into(), t.clone());
+    }
+    if let Some(n) = app.connect_retries {
+        tags.insert("localplane.connectRetries".into(), n.to_string());
+    }
+    tags
 }
 
 /// The revision a lab names by its suffix: `<app>--<suffix>`, as Container Apps names it.
