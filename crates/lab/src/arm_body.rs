@@ -144,12 +144,7 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         revision_suffix: app.revision_suffix.clone(),
         ..Template::default()
     };
-    let mut tags: BTreeMap<String, String> = at
-        .tags
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    knob_tags(app, &mut tags);
+    let tags = tags(app, at);
     ContainerApp {
         location: Some(at.location.to_owned()),
         tags: Some(tags),
@@ -172,8 +167,14 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
     }
 }
 
-/// The app's emulator knobs as `localplane.*` tags (Azure stores and ignores them).
-fn knob_tags(app: &App, tags: &mut BTreeMap<String, String>) {
+/// The app's tags: the placement's (e.g. `lab`, `run`) and its emulator knobs as `localplane.*`
+/// tags, which Azure stores and ignores.
+fn tags(app: &App, at: &Placement<'_>) -> BTreeMap<String, String> {
+    let mut tags: BTreeMap<String, String> = at
+        .tags
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
     if let Some(r) = &app.revision_ready {
         tags.insert("localplane.revisionReady".into(), r.clone());
     }
@@ -195,6 +196,13 @@ fn knob_tags(app: &App, tags: &mut BTreeMap<String, String>) {
             tags.insert(tag.into(), v.clone());
         }
     }
+    if let Some(t) = &app.ingress_timeout {
+        tags.insert("localplane.ingressTimeout".into(), t.clone());
+    }
+    if let Some(n) = app.connect_retries {
+        tags.insert("localplane.connectRetries".into(), n.to_string());
+    }
+    tags
 }
 
 /// The revision a lab names by its suffix: `<app>--<suffix>`, as Container Apps names it.
@@ -299,6 +307,8 @@ mod tests {
             http_metric: Some("peakInFlight".into()),
             scale_up: None,
             scale_down_stabilization: Some("cooldownPeriod".into()),
+            ingress_timeout: Some("request".into()),
+            connect_retries: Some(0),
             revisions_mode: RevisionsMode::Single,
             revision_suffix: None,
             traffic: Vec::new(),
@@ -389,6 +399,8 @@ mod tests {
             "cooldownPeriod"
         );
         assert!(body["tags"].get("localplane.scaleUp").is_none());
+        assert_eq!(body["tags"]["localplane.ingressTimeout"], "request");
+        assert_eq!(body["tags"]["localplane.connectRetries"], "0");
         assert_eq!(body["tags"]["lab"], "startup-degraded");
         // No registry: nothing about pulling, no identity (what localplane gets).
         assert!(cfg.get("registries").is_none());

@@ -244,6 +244,15 @@ pub struct App {
     pub scale_up: Option<String>,
     #[serde(default)]
     pub scale_down_stabilization: Option<String>,
+    /// Emulator knob: what the ingress's 240 s measures, `idle` (localplane's default: Envoy's
+    /// stream idle timeout, as users observe it) or `request` (Envoy's route timeout to the
+    /// response headers, as Learn's wording reads); docs/FIDELITY.md, "Ingress".
+    #[serde(default)]
+    pub ingress_timeout: Option<String>,
+    /// Emulator knob: retries of a refused upstream connect (localplane's default 1, Envoy's
+    /// default; 0: none).
+    #[serde(default)]
+    pub connect_retries: Option<u32>,
     /// Whether the runner waits, before the first step, for this app's creation to finish, its
     /// latest revision to be ready and (when a load targets it) its ingress to serve; default
     /// `true`. `false` is for an app whose startup is itself what the lab observes: one that

@@ -490,6 +490,15 @@ fn apps(v: &mut V, lab: &Lab) {
                 format!("{x:?} is not a number of seconds or cooldownPeriod"),
             );
         }
+        if let Some(t) = &app.ingress_timeout
+            && !["idle", "request"].contains(&t.as_str())
+        {
+            v.push(
+                k("ingress_timeout"),
+                item.clone(),
+                format!("{t:?} is not idle or request"),
+            );
+        }
         for (j, p) in app.probes.iter().enumerate() {
             let pk = |f: &str| format!("apps[{i}].probes[{j}].{f}");
             if !["Startup", "Readiness", "Liveness"].contains(&p.kind.as_str()) {

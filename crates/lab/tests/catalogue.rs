@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 20] = [
+const CATALOGUE: [&str; 21] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -20,6 +20,7 @@ const CATALOGUE: [&str; 20] = [
     "scale-in-termination-short-grace",
     "ingress-timeout",
     "ingress-timeout-swapped",
+    "ingress-stream-idle",
     "canary-split",
     "canary-split-half",
     "blue-green-switch",

@@ -904,3 +904,25 @@ fn a_campaign_table_is_checked_on_both_sides_of_each_bound() {
     let e = err(&with("runs = 4\nevery = 2"), "quick");
     assert!(e.contains("every"), "{e}");
 }
+
+/// The ingress knobs: `ingress_timeout` is `idle` or `request`, `connect_retries` a count; both
+/// reach the app as `localplane.*` tags (`arm_body`), a typo is named by its key.
+#[test]
+fn ingress_knobs_load_and_a_wrong_timeout_kind_is_named() {
+    let with = |extra: &str| {
+        obs("kind = \"no_errors\"\nload = \"main\"\nstep = \"baseline\"").replace(
+            "probes = [{ type = \"Liveness\", path = \"/live\", port = 8080 }]",
+            &format!(
+                "probes = [{{ type = \"Liveness\", path = \"/live\", port = 8080 }}]\n{extra}"
+            ),
+        )
+    };
+    let l = ok(
+        &with("ingress_timeout = \"request\"\nconnect_retries = 0"),
+        "full",
+    );
+    assert_eq!(l.apps[0].ingress_timeout.as_deref(), Some("request"));
+    assert_eq!(l.apps[0].connect_retries, Some(0));
+    let e = err(&with("ingress_timeout = \"route\""), "full");
+    assert!(e.contains("apps[0].ingress_timeout"), "{e}");
+}

@@ -448,11 +448,19 @@ pub struct Knobs {
     /// The scaler's behaviour (tags `localplane.httpMetric`, `localplane.scaleUp`,
     /// `localplane.scaleDownStabilization`; default: Microsoft Learn's).
     pub scaling: crate::scaler::Behavior,
+    /// The ingress's timeout kind and connect retries (tags `localplane.ingressTimeout`,
+    /// `localplane.connectRetries`; docs/FIDELITY.md, "Ingress").
+    pub ingress: crate::ingress::Policy,
 }
 
 pub const TAG_DRAIN_DELAY: &str = "localplane.drainDelaySeconds";
 pub const TAG_ROUTING_LAG: &str = "localplane.routingRemovalLagMs";
 pub const TAG_READY_POLICY: &str = "localplane.revisionReady";
+/// `idle` (default: Envoy's stream idle timeout, as users of Container Apps observe it) or
+/// `request` (Envoy's route timeout to the response headers, as Learn's wording reads).
+pub const TAG_INGRESS_TIMEOUT: &str = "localplane.ingressTimeout";
+/// Retries of a refused upstream connect (default 1, Envoy's `num_retries`; 0: none).
+pub const TAG_CONNECT_RETRIES: &str = "localplane.connectRetries";
 
 impl Knobs {
     pub fn from_tags(tags: Option<&Value>) -> Result<Knobs, ArmError> {
@@ -491,7 +499,32 @@ impl Knobs {
                 .map_err(|e| ArmError::bad_request("InvalidRequestContent", e))?,
         };
         let scaling = crate::scaler::Behavior::from_tags(get)?;
+        let timeout_kind = match get(TAG_INGRESS_TIMEOUT) {
+            None | Some("idle") => crate::ingress::TimeoutKind::Idle,
+            Some("request") => crate::ingress::TimeoutKind::Request,
+            Some(other) => {
+                return Err(ArmError::bad_request(
+                    "InvalidRequestContent",
+                    format!("tag '{TAG_INGRESS_TIMEOUT}' must be idle or request, got '{other}'"),
+                ));
+            }
+        };
+        let defaults = crate::ingress::Policy::default();
+        let connect_retries = match get(TAG_CONNECT_RETRIES) {
+            None => defaults.connect_retries,
+            Some(_) => u32::try_from(num(TAG_CONNECT_RETRIES)?).map_err(|_| {
+                ArmError::bad_request(
+                    "InvalidRequestContent",
+                    format!("tag '{TAG_CONNECT_RETRIES}' is too large"),
+                )
+            })?,
+        };
         Ok(Knobs {
+            ingress: crate::ingress::Policy {
+                timeout_kind,
+                connect_retries,
+                ..defaults
+            },
             timings,
             scaling,
             drain_delay: Duration::from_secs(num(TAG_DRAIN_DELAY)?),
@@ -694,5 +727,24 @@ mod tests {
             assert_eq!(e.status, 400, "{tag}={v}");
             assert!(e.message.contains(tag), "{}", e.message);
         }
+    }
+
+    /// The ingress defaults to Envoy's idle timeout and one connect retry; the tags select the
+    /// route timeout and another retry count.
+    #[test]
+    fn ingress_knobs_from_tags() {
+        use crate::ingress::{Policy, TimeoutKind};
+        assert_eq!(Knobs::from_tags(None).unwrap().ingress, Policy::default());
+        let k = Knobs::from_tags(Some(
+            &json!({"localplane.ingressTimeout":"request","localplane.connectRetries":"0"}),
+        ))
+        .unwrap();
+        assert_eq!(k.ingress.timeout_kind, TimeoutKind::Request);
+        assert_eq!(k.ingress.connect_retries, 0);
+        let k = Knobs::from_tags(Some(&json!({"localplane.ingressTimeout":"idle"}))).unwrap();
+        assert_eq!(k.ingress.timeout_kind, TimeoutKind::Idle);
+        assert_eq!(k.ingress.connect_retries, 1);
+        assert!(Knobs::from_tags(Some(&json!({"localplane.ingressTimeout":"route"}))).is_err());
+        assert!(Knobs::from_tags(Some(&json!({"localplane.connectRetries":"-1"}))).is_err());
     }
 }

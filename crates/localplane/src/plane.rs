@@ -1302,6 +1302,7 @@ fn traffic_weight_row(sink: &Sink, app: &str, revision: &str, weight: u32) {
 }
 
 fn set_routes(app: &App) {
+    app.routes.set_policy(app.knobs.ingress);
     // Session affinity is acted on in single revision mode only (Learn: "Session affinity is
     // only supported when your app is in single revision mode").
     app.routes

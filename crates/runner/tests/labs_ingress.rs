@@ -1,8 +1,10 @@
 //! The ingress-timeout lab, as CI runs it: `ingress-timeout` with its quick profile on
 //! localplane's docker runtime must end `held` (ten 200 s requests served, the one 250 s request
-//! answered `504 upstream request timeout` by the ingress), and its positive control
+//! answered `504 stream timeout` by the ingress's idle timeout), and its positive control
 //! (`ingress-timeout-swapped`: 250 s requests on the main stream, a 230 s one beside them) must
-//! end `falsified` with both checks failing. Docker must be reachable (these tests fail loudly
+//! end `falsified` with both checks failing; `ingress-stream-idle` must end `held` (ten 300 s
+//! streams sending a byte every 60 s served whole, the one quiet for 241 s cut mid-body by the
+//! idle timeout). Docker must be reachable (these tests fail loudly
 //! otherwise, unless `PROBELAB_SKIP_DOCKER=1`), and the images `probelab/<name>:dev` must exist.
 //!
 //! The 240 s timeout is the platform's and is not scaled, so each run takes about 4.5 minutes,
@@ -40,4 +42,13 @@ async fn ingress_timeout_swapped_is_falsified() {
         return;
     };
     assert_falsified_by(lab, &o, &["served", "504"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingress_stream_idle_quick_holds() {
+    let lab = "ingress-stream-idle";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_held(lab, &o);
 }

@@ -12,6 +12,7 @@
 //! | `GET /` | `{status_code, status, app, revision, replica, generation, ...}`; 503 `warming` before startup; the `CAPACITY_RPS` model (see [`capacity`]), `REQUEST_DELAY_MS` sleep, `WORK_MS` CPU burn |
 //! | `GET /startup`, `/healthz`, `/ready`, `/readyz`, `/live`, `/livez` | probes: see [`probes`] |
 //! | `GET /delay?seconds=N`, `/slow?seconds=N`, `/cpu?seconds=N` | sleep / burn N s (`0..=MAX_REQUEST_SECONDS`) |
+//! | `GET /stream?seconds=N&interval=M` | 200 and its headers at once, then one byte `.` every M s, the body ending at N s (both up to `MAX_REQUEST_SECONDS`): see [`stream`] |
 //! | `GET /status[?code=N]` | `{zombie, deadlocked, inflight, started, ready, draining, uptime_s, revision, replica, generation}`, with status N (200..=599) |
 //! | `GET /dependency/health` (main mode) | checks `DEPENDENCY_URL`: 200 or 503 with `{ok, target, status, dur_ms, error}`; 409 when unset |
 //! | `GET /health` (dependency mode) | 200 `healthy`, or 503 `unhealthy` / `failed` per `DEPENDENCY_HEALTHY`, `DEPENDENCY_DELAY_MS`, `DEPENDENCY_FAIL_RATE` |
@@ -32,6 +33,7 @@ pub mod shutdown;
 pub mod simulate;
 pub mod startup;
 pub mod state;
+pub mod stream;
 
 use std::future::Future;
 use std::net::SocketAddr;

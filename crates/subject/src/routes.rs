@@ -1,5 +1,5 @@
 //! The router: every endpoint, the middleware stack, and the workload handlers (`/`, `/status`,
-//! `/delay`, `/slow`, `/cpu`).
+//! `/delay`, `/slow`, `/cpu`; `/stream` is [`crate::stream`]).
 //!
 //! Middleware, outermost first: request log (`REQUEST_END`) → identity headers and, while
 //! draining, `Connection: close` → JSON `{error}` bodies for every 4xx/5xx → `MAX_CONCURRENCY`
@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use crate::config::{AppMode, LogRequests};
 use crate::http::{error_response, query_param};
 use crate::state::AppState;
-use crate::{concurrency, dependency, probes, simulate};
+use crate::{concurrency, dependency, probes, simulate, stream};
 
 /// The whole router for `state`'s mode, middleware included.
 pub fn router(state: AppState) -> Router {
@@ -54,7 +54,8 @@ pub fn router(state: AppState) -> Router {
         .route("/livez", get(probes::livez))
         .route("/delay", get(delay))
         .route("/slow", get(delay))
-        .route("/cpu", get(cpu));
+        .route("/cpu", get(cpu))
+        .route(stream::PATH, get(stream::stream));
     app = match state.cfg().app_mode {
         AppMode::Main => app.route("/dependency/health", get(dependency::dependency_health)),
         AppMode::Dependency => app.route("/health", get(dependency::health)),
@@ -129,7 +130,8 @@ async fn headers(State(state): State<AppState>, req: Request, next: Next) -> Res
 /// Prints `REQUEST_END` as `LOG_REQUESTS` asks (path only: the query is never logged).
 async fn log_request(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let mode = state.cfg().log_requests;
-    if mode == LogRequests::None {
+    // A stream's line is its body's, printed when the stream ends (`stream`).
+    if mode == LogRequests::None || req.uri().path() == stream::PATH {
         return next.run(req).await;
     }
     let start = Instant::now();

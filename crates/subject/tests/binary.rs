@@ -641,3 +641,49 @@ async fn invalid_configuration_fails_before_binding() {
     assert_eq!(st.code(), Some(2));
     assert!(refused(port).await);
 }
+
+/// `/stream`'s `REQUEST_END` is printed once, when its body ends: completed, or cut when the
+/// client goes away mid-stream.
+#[tokio::test]
+async fn a_stream_logs_its_end_completed_or_cut() {
+    let s = Subject::spawn(&[("LOG_REQUESTS", "all")]);
+    let port = s.port();
+    let r = get(port, "/stream?seconds=0.3&interval=0.1").await;
+    assert_eq!((r.status, r.body.as_str()), (200, "..."));
+    // A client that goes away after the first byte of a 30 s stream.
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut c = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        c.write_all(b"GET /stream?seconds=30&interval=0.1 HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 256];
+        while !String::from_utf8_lossy(&got).contains("\r\n\r\n1\r\n.") {
+            let n = c.read(&mut buf).await.unwrap();
+            assert!(n > 0, "{}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+    }
+    let streams = || -> Vec<serde_json::Value> {
+        s.events("REQUEST_END")
+            .into_iter()
+            .filter(|e| e["path"] == "/stream")
+            .collect()
+    };
+    eventually_blocking(Duration::from_secs(5), "both streams' lines", || {
+        (streams().len() >= 2).then_some(())
+    });
+    let lines = streams();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["detail"], "stream completed: 3 of 3 bytes");
+    assert!(
+        lines[0]["dur_ms"].as_f64().unwrap() >= 300.0,
+        "{}",
+        lines[0]
+    );
+    let detail = lines[1]["detail"].as_str().unwrap();
+    assert!(detail.starts_with("stream cut: "), "{detail}");
+}

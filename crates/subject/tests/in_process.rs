@@ -527,3 +527,45 @@ async fn fail_rate_fails_an_exact_evenly_spread_share_of_root_requests() {
         );
     }
 }
+
+/// `/stream`: the headers at once, then a byte every interval, the end at `seconds` (paused
+/// time: the 300 s of the ingress lab's streams take no real time).
+#[tokio::test(start_paused = true)]
+async fn stream_sends_a_byte_every_interval_then_ends() {
+    let app = router(Config::defaults());
+    let t = Instant::now();
+    let req = Request::get("/stream?seconds=300&interval=60")
+        .body(Body::empty())
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(t.elapsed(), Duration::ZERO, "the headers go out at once");
+    let mut body = resp.into_body();
+    let mut at = Vec::new();
+    while let Some(f) = body.frame().await {
+        let f = f.unwrap();
+        if let Some(d) = f.data_ref() {
+            assert_eq!(&d[..], b".");
+            at.push(t.elapsed().as_secs());
+        }
+    }
+    assert_eq!(at, [60, 120, 180, 240, 300]);
+    assert_eq!(t.elapsed(), Duration::from_secs(300));
+    // A quiet stream: one byte at 241 s, the end at 300 s.
+    let t = Instant::now();
+    let req = Request::get("/stream?seconds=300&interval=241")
+        .body(Body::empty())
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let mut body = resp.into_body();
+    let mut at = Vec::new();
+    while let Some(f) = body.frame().await {
+        if f.unwrap().data_ref().is_some() {
+            at.push(t.elapsed().as_secs());
+        }
+    }
+    assert_eq!((at, t.elapsed().as_secs()), (vec![241], 300));
+    let (s, v) = call(&app, "GET", "/stream?seconds=300", "").await;
+    assert_eq!(s, 400);
+    assert!(v["error"].as_str().unwrap().contains("interval"), "{v}");
+}
