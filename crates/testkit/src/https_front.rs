@@ -129,6 +129,11 @@ async fn forward(
             .map_err(|e| format!("uri: {e}"))?;
         let mut out = hyper::Request::from_parts(parts, Full::new(body));
         *out.uri_mut() = uri;
+        // The backend's own host, as nginx's default `proxy_set_header Host $proxy_host`: the
+        // backend then names itself in its URLs, which the front rewrites below.
+        if let Ok(host) = hyper::header::HeaderValue::from_str(&backend.to_string()) {
+            out.headers_mut().insert(hyper::header::HOST, host);
+        }
         let resp = client
             .request(out)
             .await
