@@ -453,52 +453,7 @@ fn apps(v: &mut V, lab: &Lab) {
                 "must be a port (1-65535)",
             );
         }
-        if let Some(r) = &app.revision_ready
-            && !["firstReplica", "allReplicas"].contains(&r.as_str())
-        {
-            v.push(
-                k("revision_ready"),
-                item.clone(),
-                format!("{r:?} is not firstReplica or allReplicas"),
-            );
-        }
-        for (key, val, allowed) in [
-            (
-                "http_metric",
-                &app.http_metric,
-                ["requestRate", "peakInFlight"],
-            ),
-            ("scale_up", &app.scale_up, ["steps", "atOnce"]),
-        ] {
-            if let Some(x) = val
-                && !allowed.contains(&x.as_str())
-            {
-                v.push(
-                    k(key),
-                    item.clone(),
-                    format!("{x:?} is not {} or {}", allowed[0], allowed[1]),
-                );
-            }
-        }
-        if let Some(x) = &app.scale_down_stabilization
-            && x != "cooldownPeriod"
-            && x.parse::<u64>().is_err()
-        {
-            v.push(
-                k("scale_down_stabilization"),
-                item.clone(),
-                format!("{x:?} is not a number of seconds or cooldownPeriod"),
-            );
-        }
-        if let Some(t) = &app.ingress_timeout
-            && !["idle", "request"].contains(&t.as_str())
-        {
-            v.push(
-                k("ingress_timeout"),
-                item.clone(),
-                format!("{t:?} is not idle or request"),
-            );
-        }
+        app_knobs(v, i, app);
         for (j, p) in app.probes.iter().enumerate() {
             let pk = |f: &str| format!("apps[{i}].probes[{j}].{f}");
             if !["Startup", "Readiness", "Liveness"].contains(&p.kind.as_str()) {
@@ -531,6 +486,58 @@ fn apps(v: &mut V, lab: &Lab) {
                 }
             }
         }
+    }
+}
+
+/// The app's emulator knobs (`localplane.*` tags): each one of the values localplane takes.
+fn app_knobs(v: &mut V, i: usize, app: &crate::schema::App) {
+    let item = named("app", &app.name);
+    let k = |f: &str| format!("apps[{i}].{f}");
+    if let Some(r) = &app.revision_ready
+        && !["firstReplica", "allReplicas"].contains(&r.as_str())
+    {
+        v.push(
+            k("revision_ready"),
+            item.clone(),
+            format!("{r:?} is not firstReplica or allReplicas"),
+        );
+    }
+    for (key, val, allowed) in [
+        (
+            "http_metric",
+            &app.http_metric,
+            ["requestRate", "peakInFlight"],
+        ),
+        ("scale_up", &app.scale_up, ["steps", "atOnce"]),
+    ] {
+        if let Some(x) = val
+            && !allowed.contains(&x.as_str())
+        {
+            v.push(
+                k(key),
+                item.clone(),
+                format!("{x:?} is not {} or {}", allowed[0], allowed[1]),
+            );
+        }
+    }
+    if let Some(x) = &app.scale_down_stabilization
+        && x != "cooldownPeriod"
+        && x.parse::<u64>().is_err()
+    {
+        v.push(
+            k("scale_down_stabilization"),
+            item.clone(),
+            format!("{x:?} is not a number of seconds or cooldownPeriod"),
+        );
+    }
+    if let Some(t) = &app.ingress_timeout
+        && !["idle", "request"].contains(&t.as_str())
+    {
+        v.push(
+            k("ingress_timeout"),
+            item.clone(),
+            format!("{t:?} is not idle or request"),
+        );
     }
 }
 
