@@ -113,6 +113,34 @@ async fn create_app(s: &Session, app: &str, extra: &[&str]) -> Value {
     created
 }
 
+/// `az containerapp job create` of a manual job running the subject.
+async fn create_job(s: &Session, name: &str) {
+    let args = [
+        "containerapp",
+        "job",
+        "create",
+        "-n",
+        name,
+        "-g",
+        RG,
+        "--environment",
+        "env",
+        "--trigger-type",
+        "Manual",
+        "--replica-timeout",
+        "60",
+        "--replica-retry-limit",
+        "0",
+        "--parallelism",
+        "1",
+        "--replica-completion-count",
+        "1",
+        "--image",
+        "probelab/subject:dev",
+    ];
+    s.ok(&args).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_original_labs_commands_run_unchanged() {
     let Some(venv) = venv() else { return };
@@ -198,30 +226,7 @@ async fn the_original_labs_commands_run_unchanged() {
     .await;
 
     // The jobs' update-then-start workaround.
-    s.ok(&[
-        "containerapp",
-        "job",
-        "create",
-        "-n",
-        "loadgen",
-        "-g",
-        RG,
-        "--environment",
-        "env",
-        "--trigger-type",
-        "Manual",
-        "--replica-timeout",
-        "60",
-        "--replica-retry-limit",
-        "0",
-        "--parallelism",
-        "1",
-        "--replica-completion-count",
-        "1",
-        "--image",
-        "probelab/subject:dev",
-    ])
-    .await;
+    create_job(&s, "loadgen").await;
     let updated = s
         .ok(&[
             "containerapp",
@@ -337,12 +342,25 @@ async fn a_users_commands_for_each_lab_action_leave_the_state_they_report() {
         );
     }
     let app = "canary";
-    create_app(
-        &s,
+    create_app(&s, app, &["--revision-suffix", "v1"]).await;
+    // Single mode, then multiple as a user switches (the CLI sends `multiple`).
+    s.ok(&[
+        "containerapp",
+        "revision",
+        "set-mode",
+        "-n",
         app,
-        &["--revisions-mode", "multiple", "--revision-suffix", "v1"],
-    )
+        "-g",
+        RG,
+        "--mode",
+        "multiple",
+    ])
     .await;
+    let mode =
+        s.arm_get(&app_path(app)).await["properties"]["configuration"]["activeRevisionsMode"]
+            .as_str()
+            .map(str::to_ascii_lowercase);
+    assert_eq!(mode.as_deref(), Some("multiple"));
     s.ok(&[
         "containerapp",
         "revision",
@@ -520,30 +538,7 @@ async fn a_users_commands_for_each_lab_action_leave_the_state_they_report() {
     assert!(!replicas.as_array().unwrap().is_empty(), "{replicas}");
 
     // Jobs: list at both scopes, stop.
-    s.ok(&[
-        "containerapp",
-        "job",
-        "create",
-        "-n",
-        "worker",
-        "-g",
-        RG,
-        "--environment",
-        "env",
-        "--trigger-type",
-        "Manual",
-        "--replica-timeout",
-        "60",
-        "--replica-retry-limit",
-        "0",
-        "--parallelism",
-        "1",
-        "--replica-completion-count",
-        "1",
-        "--image",
-        "probelab/subject:dev",
-    ])
-    .await;
+    create_job(&s, "worker").await;
     for scope in [&["-g", RG][..], &[][..]] {
         let mut args = vec!["containerapp", "job", "list"];
         args.extend_from_slice(scope);
@@ -586,6 +581,24 @@ async fn a_users_commands_for_each_lab_action_leave_the_state_they_report() {
         },
     )
     .await;
+    // `job stop` without an execution stops every running one and lists them.
+    let second = s
+        .ok(&["containerapp", "job", "start", "-n", "worker", "-g", RG])
+        .await
+        .json();
+    let second = second["name"].as_str().unwrap().to_owned();
+    let stopped = s
+        .ok(&["containerapp", "job", "stop", "-n", "worker", "-g", RG])
+        .await
+        .json();
+    assert!(
+        stopped["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == second.as_str()),
+        "{stopped}"
+    );
 
     // Deleting: the environment refuses while it holds apps; the app, then the group.
     let refused = s
