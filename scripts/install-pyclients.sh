@@ -3,7 +3,7 @@
 # pinned, from PyPI, each in its own venv under $PROBELAB_PYCLIENTS (default
 # /var/tmp/probelab-pyclients): `cli/` the Azure CLI, `sdk/` the Python SDK for Container Apps
 # with azure-identity. The CLI pins an older azure-mgmt-appcontainers (no jobs), hence two venvs.
-# A venv whose pins already match is kept; `.ci/run` calls this before the tests.
+# A venv whose pins already match is kept; `scripts/test.sh` (README's test command) runs this beside its builds.
 set -euo pipefail
 root="${PROBELAB_PYCLIENTS:-/var/tmp/probelab-pyclients}"
 python="${PYTHON:-python3}"

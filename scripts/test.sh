@@ -10,9 +10,24 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 step() { echo "==> [test.sh $(($(date +%s) - start))s] $*"; }
 
+# The real-clients conformance suite (crates/localplane/tests/real_clients.rs) drives the pinned
+# az CLI and Python SDK from PyPI, installed into /var/tmp/probelab-pyclients (kept while the
+# pins match): network-bound, so it runs beside the builds. PROBELAB_SKIP_REAL_CLIENTS=1 skips
+# both the install and the suite.
+pyclients=""
+if [ "${PROBELAB_SKIP_REAL_CLIENTS:-0}" != "1" ]; then
+  step "scripts/install-pyclients.sh in the background (az CLI 2.91.0, azure-mgmt-appcontainers 5.1.0)"
+  scripts/install-pyclients.sh &
+  pyclients=$!
+fi
+
 if [ -x scripts/build-images.sh ] && [ "${PROBELAB_SKIP_DOCKER:-0}" != "1" ]; then
   step "scripts/build-images.sh"
   scripts/build-images.sh
+fi
+
+if [ -n "$pyclients" ]; then
+  wait "$pyclients" || { echo "test.sh: installing the pinned Azure clients failed (above)" >&2; exit 1; }
 fi
 
 if cargo nextest --version >/dev/null 2>&1; then

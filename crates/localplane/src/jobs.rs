@@ -366,7 +366,7 @@ pub async fn stop_all_executions(
         let running = e.state.lock().map(|x| x.end.is_none()).unwrap_or(false);
         if running {
             e.cancel.cancel();
-            value.push(json!({"name": e.name, "id": format!("{}/executions/{}", j.id(), e.name)}));
+            value.push(j.execution_json(e));
         }
     }
     Ok(axum::Json(json!({ "value": value })).into_response())

@@ -1,7 +1,7 @@
 //! Conformance with the real Azure clients: the pinned az CLI (2.91.0) and the Python SDK
 //! (azure-mgmt-appcontainers, azure-identity), over HTTPS, logged in through the identity
 //! endpoint. Each command must exit 0 and leave the state it reports, read back through
-//! localplane's own ARM view. Installed by `scripts/install-pyclients.sh` (`.ci/run` does it);
+//! localplane's own ARM view. Installed by `scripts/install-pyclients.sh` (`scripts/test.sh` runs it);
 //! without them the suite fails loudly unless `PROBELAB_SKIP_REAL_CLIENTS=1`.
 #![allow(clippy::unwrap_used)]
 
