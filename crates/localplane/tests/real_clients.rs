@@ -685,33 +685,20 @@ async fn an_empty_body_where_the_cli_parses_json_fails_the_command() {
     )
     .await;
     assert_eq!(fault.status(), Some(200));
-    let r = s
-        .az(&[
-            "containerapp",
-            "revision",
-            "restart",
-            "-n",
-            "control",
-            "-g",
-            RG,
-            "--revision",
-            &rev,
-        ])
-        .await;
+    let restart = [
+        "containerapp",
+        "revision",
+        "restart",
+        "-n",
+        "control",
+        "-g",
+        RG,
+        "--revision",
+        &rev,
+    ];
+    let r = s.az(&restart).await;
     assert!(!r.ok, "the CLI accepted an empty body: {r:?}");
-    let again = s
-        .az(&[
-            "containerapp",
-            "revision",
-            "restart",
-            "-n",
-            "control",
-            "-g",
-            RG,
-            "--revision",
-            &rev,
-        ])
-        .await;
+    let again = s.az(&restart).await;
     assert!(
         again.ok,
         "without the fault the same command passes: {again:?}"
