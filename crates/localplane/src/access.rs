@@ -79,8 +79,11 @@ impl Access {
 /// and the identity endpoint are open: a client reads them before it has a token (the identity
 /// endpoint demands the token itself as its `X-IDENTITY-HEADER`).
 pub async fn require_token(State(token): State<Arc<str>>, req: Request, next: Next) -> Response {
-    let path = req.uri().path();
-    if path == "/metadata/endpoints" || path == crate::tenancy::IDENTITY_PATH {
+    // This layer runs before routing normalises the path (`az cloud register` asks for
+    // `//metadata/endpoints`), so leading slashes are not compared.
+    let path = req.uri().path().trim_start_matches('/');
+    if path == "metadata/endpoints" || path == crate::tenancy::IDENTITY_PATH.trim_start_matches('/')
+    {
         return next.run(req).await;
     }
     let header = req.headers().get(http::header::AUTHORIZATION);

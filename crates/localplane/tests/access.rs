@@ -42,11 +42,18 @@ async fn start(
 }
 
 async fn get(url: &str, auth: Option<&str>) -> (u16, http::HeaderMap, Value) {
+    match auth {
+        Some(a) => get_with(url, &[("authorization", a)]).await,
+        None => get_with(url, &[]).await,
+    }
+}
+
+async fn get_with(url: &str, headers: &[(&str, &str)]) -> (u16, http::HeaderMap, Value) {
     let client: Client<HttpConnector, Full<Bytes>> =
         Client::builder(TokioExecutor::new()).build(HttpConnector::new());
     let mut req = http::Request::builder().method("GET").uri(url);
-    if let Some(a) = auth {
-        req = req.header("authorization", a);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
     }
     let resp = tokio::time::timeout(
         Duration::from_secs(10),
@@ -72,6 +79,47 @@ fn apps_url(base: &str) -> String {
         common::RG,
         common::AV
     )
+}
+
+/// With a token, what a real client reads before it has one is open (the cloud's metadata,
+/// even as `az cloud register` asks for it with a doubled slash), the identity endpoint hands
+/// out a token only for the listener's token as its header, and the ARM API takes the token it
+/// issued, but not one whose proof was made with another token.
+#[tokio::test]
+async fn with_a_token_the_identity_endpoint_is_the_way_in() {
+    let access = Access {
+        allow_remote: false,
+        token: Some(TOKEN.into()),
+    };
+    let (lp, _dir) = start("127.0.0.1:0", access).await;
+    let lp = lp.unwrap();
+    let base = lp.base_url();
+    let (code, _, v) = get(
+        &format!("{base}//metadata/endpoints?api-version=2022-09-01"),
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    let identity = format!(
+        "{base}{}?api-version=2019-08-01&resource=https://management.azure.com/",
+        localplane::tenancy::IDENTITY_PATH
+    );
+    let (code, _, _) = get_with(&identity, &[("x-identity-header", "not-the-token-000")]).await;
+    assert_eq!(code, 401);
+    let (code, _, v) = get_with(&identity, &[("x-identity-header", TOKEN)]).await;
+    assert_eq!(code, 200, "{v}");
+    let jwt = v["access_token"].as_str().unwrap().to_owned();
+    assert_ne!(jwt, TOKEN, "the token itself is never handed out");
+    let (code, _, v) = get(&apps_url(&base), Some(&format!("Bearer {jwt}"))).await;
+    assert_eq!(code, 200, "{v}");
+    let (head, _) = jwt.rsplit_once('.').unwrap();
+    let forged = format!(
+        "{head}.{}",
+        localplane::tenancy::token_proof("another-token-0123456")
+    );
+    let (code, _, _) = get(&apps_url(&base), Some(&format!("Bearer {forged}"))).await;
+    assert_eq!(code, 401);
+    lp.shutdown().await.unwrap();
 }
 
 #[tokio::test]
