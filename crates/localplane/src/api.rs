@@ -375,6 +375,7 @@ fn add_revision_if_changed(
         name: rev_name,
         created: now,
         template,
+        target: spec.replica_count(),
         spec,
         active: true,
         traffic: 0,

@@ -427,13 +427,39 @@ pub fn parse_ingress(configuration: Option<&Value>) -> Result<Option<IngressSpec
     ingress_spec(typed.as_ref())
 }
 
-/// When a new revision counts as ready for the traffic switch.
+/// When a new revision counts as ready for the traffic switch (tag `localplane.revisionReady`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadyPolicy {
-    /// Container Apps' documented rule: one replica started and ready.
-    FirstReplica,
-    /// All replicas ready (Kubernetes-like stricter option).
+    /// Every replica it scaled to has passed its startup and readiness probes (default: Learn,
+    /// "Update and deploy changes in Azure Container Apps", *Zero downtime deployment*).
     AllReplicas,
+    /// One replica started and ready (Learn's application-lifecycle page, the older wording).
+    FirstReplica,
+}
+
+/// How many replicas a new revision starts before it takes the traffic (single mode; tag
+/// `localplane.newRevisionReplicas`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewRevisionReplicas {
+    /// The serving revision's replica count, within the new revision's `maxReplicas` and its
+    /// `minReplicas` (at least one); the default, Learn's *Zero downtime deployment*: "scaled
+    /// up to match the previous revisions replica count (respecting the new revision's min and
+    /// max replica count)".
+    Previous,
+    /// `minReplicas` (at least 1): what microsoft/azure-container-apps#638 reports.
+    MinReplicas,
+}
+
+impl NewRevisionReplicas {
+    /// The count a new revision scales to before it serves: `previous` is what the serving
+    /// revision runs (none: the first revision), `min`/`max` the new revision's limits.
+    pub fn target(self, previous: Option<u32>, min: u32, max: u32) -> u32 {
+        let floor = min.max(1);
+        match (self, previous) {
+            (NewRevisionReplicas::Previous, Some(p)) => p.clamp(floor, max.max(floor)),
+            _ => floor,
+        }
+    }
 }
 
 /// Per-app emulator knobs, read from resource tags (`localplane.*`) so they pass through any
@@ -443,6 +469,7 @@ pub struct Knobs {
     pub drain_delay: Duration,
     pub routing_removal_lag: Duration,
     pub ready_policy: ReadyPolicy,
+    pub new_revision_replicas: NewRevisionReplicas,
     /// Platform step durations (tag `localplane.timings`, else `LOCALPLANE_TIMINGS`, else fast).
     pub timings: crate::timings::Timings,
     /// The scaler's behaviour (tags `localplane.httpMetric`, `localplane.scaleUp`,
@@ -456,6 +483,8 @@ pub struct Knobs {
 pub const TAG_DRAIN_DELAY: &str = "localplane.drainDelaySeconds";
 pub const TAG_ROUTING_LAG: &str = "localplane.routingRemovalLagMs";
 pub const TAG_READY_POLICY: &str = "localplane.revisionReady";
+/// `previous` (default: Learn's zero-downtime rule) or `minReplicas` (#638's report).
+pub const TAG_NEW_REVISION_REPLICAS: &str = "localplane.newRevisionReplicas";
 /// `idle` (default: Envoy's stream idle timeout, as users of Container Apps observe it) or
 /// `request` (Envoy's route timeout to the response headers, as Learn's wording reads).
 pub const TAG_INGRESS_TIMEOUT: &str = "localplane.ingressTimeout";
@@ -477,13 +506,25 @@ impl Knobs {
             }
         };
         let ready_policy = match get(TAG_READY_POLICY) {
-            None | Some("firstReplica") => ReadyPolicy::FirstReplica,
-            Some("allReplicas") => ReadyPolicy::AllReplicas,
+            None | Some("allReplicas") => ReadyPolicy::AllReplicas,
+            Some("firstReplica") => ReadyPolicy::FirstReplica,
             Some(other) => {
                 return Err(ArmError::bad_request(
                     "InvalidRequestContent",
                     format!(
-                        "tag '{TAG_READY_POLICY}' must be firstReplica or allReplicas, got '{other}'"
+                        "tag '{TAG_READY_POLICY}' must be allReplicas or firstReplica, got '{other}'"
+                    ),
+                ));
+            }
+        };
+        let new_revision_replicas = match get(TAG_NEW_REVISION_REPLICAS) {
+            None | Some("previous") => NewRevisionReplicas::Previous,
+            Some("minReplicas") => NewRevisionReplicas::MinReplicas,
+            Some(other) => {
+                return Err(ArmError::bad_request(
+                    "InvalidRequestContent",
+                    format!(
+                        "tag '{TAG_NEW_REVISION_REPLICAS}' must be previous or minReplicas, got '{other}'"
                     ),
                 ));
             }
@@ -530,6 +571,7 @@ impl Knobs {
             drain_delay: Duration::from_secs(num(TAG_DRAIN_DELAY)?),
             routing_removal_lag: Duration::from_millis(num(TAG_ROUTING_LAG)?),
             ready_policy,
+            new_revision_replicas,
         })
     }
 }
@@ -684,6 +726,42 @@ mod tests {
         assert_eq!(k.drain_delay, Duration::from_secs(5));
         assert_eq!(k.ready_policy, ReadyPolicy::AllReplicas);
         assert!(Knobs::from_tags(Some(&json!({"localplane.routingRemovalLagMs":"x"}))).is_err());
+    }
+
+    #[test]
+    fn readiness_follows_learn_unless_a_tag_selects_the_reported_rule() {
+        let k = Knobs::from_tags(None).unwrap();
+        assert_eq!(k.ready_policy, ReadyPolicy::AllReplicas);
+        assert_eq!(k.new_revision_replicas, NewRevisionReplicas::Previous);
+        let k = Knobs::from_tags(Some(&json!({
+            "localplane.revisionReady": "firstReplica",
+            "localplane.newRevisionReplicas": "minReplicas"
+        })))
+        .unwrap();
+        assert_eq!(k.ready_policy, ReadyPolicy::FirstReplica);
+        assert_eq!(k.new_revision_replicas, NewRevisionReplicas::MinReplicas);
+        for bad in [
+            json!({"localplane.revisionReady": "some"}),
+            json!({"localplane.newRevisionReplicas": "max"}),
+        ] {
+            assert!(Knobs::from_tags(Some(&bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_new_revision_scales_to_the_previous_count_within_its_own_limits() {
+        use NewRevisionReplicas::{MinReplicas, Previous};
+        // Within min..=max: the previous count.
+        assert_eq!(Previous.target(Some(3), 1, 3), 3);
+        assert_eq!(Previous.target(Some(5), 1, 10), 5);
+        // Above max: max; below min: min; never 0.
+        assert_eq!(Previous.target(Some(7), 1, 5), 5);
+        assert_eq!(Previous.target(Some(1), 2, 5), 2);
+        assert_eq!(Previous.target(Some(0), 0, 5), 1);
+        // The first revision, or the #638 rule: minReplicas (at least 1).
+        assert_eq!(Previous.target(None, 2, 5), 2);
+        assert_eq!(MinReplicas.target(Some(5), 1, 5), 1);
+        assert_eq!(MinReplicas.target(Some(5), 0, 5), 1);
     }
 
     #[test]

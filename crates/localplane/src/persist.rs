@@ -218,6 +218,7 @@ fn restore_revisions(a: &Value, config: Option<&Value>) -> Vec<Revision> {
             name: s(r, "name"),
             created,
             template,
+            target: spec.replica_count(),
             spec,
             active: i + 1 == revs.len(),
             traffic: 0,

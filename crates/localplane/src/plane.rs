@@ -123,6 +123,10 @@ pub struct Revision {
     pub provisioned: bool,
     pub replicas: Vec<Arc<Replica>>,
     pub last_active: Timestamp,
+    /// The replicas it scales to while it does not serve (set at each controller pass): in
+    /// single mode, a new revision's count before it takes the traffic (the app's
+    /// `NewRevisionReplicas`); otherwise its `minReplicas`, at least 1.
+    pub target: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -806,23 +810,28 @@ impl Plane {
         serving: Option<usize>,
         scalers: &mut HashMap<String, Scaler>,
     ) {
+        let serving_count = serving.map(|i| live_count(&app.revisions[i]) as u32);
+        let latest = app.revisions.len().checked_sub(1);
         for i in 0..app.revisions.len() {
-            let (active, initial, have) = {
-                let r = &app.revisions[i];
-                let have = r
-                    .replicas
-                    .iter()
-                    .filter(|x| !x.retiring.load(Ordering::SeqCst))
-                    .count();
-                (r.active, r.spec.replica_count() as usize, have)
-            };
+            let r = &app.revisions[i];
+            let (active, have) = (r.active, live_count(r));
+            // A new revision of a serving app (single mode) scales to the app's rule's count
+            // before it takes the traffic; any other non-serving revision to its initial count.
+            let previous = serving_count.filter(|_| Some(i) == latest && !r.provisioned);
+            let scale = &r.spec.scale;
+            let target = app.knobs.new_revision_replicas.target(
+                previous,
+                scale.min_replicas,
+                scale.max_replicas,
+            );
+            app.revisions[i].target = target;
             if !active || self.ctx.shutdown.is_cancelled() {
                 continue;
             }
             let want = if Some(i) == serving {
-                self.scale_step(app, i, scalers) as usize
+                self.scale_step(app, i, have as u32, scalers) as usize
             } else {
-                initial.max(have)
+                (target as usize).max(have)
             };
             for _ in have..want {
                 self.spawn_replica(app, i);
@@ -843,17 +852,7 @@ impl Plane {
         ops: &mut HashMap<String, Op>,
     ) {
         let latest = &app.revisions[latest_idx];
-        let live: Vec<&Arc<Replica>> = latest
-            .replicas
-            .iter()
-            .filter(|x| !x.retiring.load(Ordering::SeqCst))
-            .collect();
-        let ready_count = live.iter().filter(|x| x.ready()).count();
-        let ready = latest.active
-            && match app.knobs.ready_policy {
-                ReadyPolicy::FirstReplica => ready_count >= 1,
-                ReadyPolicy::AllReplicas => ready_count >= latest.spec.replica_count() as usize,
-            };
+        let ready = latest.active && is_ready(app.knobs.ready_policy, latest);
         let latest_name = latest.name.clone();
         if ready && !latest.provisioned {
             self.mark_provisioned(&app.name, &mut app.revisions[latest_idx]);
@@ -870,15 +869,11 @@ impl Plane {
 
     /// Multiple mode: an active revision older than the latest (`latest_idx`) that was never
     /// provisioned (a newer one came before it was ready, or it was activated again) is
-    /// provisioned (`RevisionReady`) once a replica of it is ready.
+    /// provisioned (`RevisionReady`) once it is ready by the app's policy.
     fn provision_older(&self, app: &mut App, latest_idx: usize) {
+        let policy = app.knobs.ready_policy;
         for r in app.revisions.iter_mut().take(latest_idx) {
-            if r.active
-                && !r.provisioned
-                && r.replicas
-                    .iter()
-                    .any(|x| !x.retiring.load(Ordering::SeqCst) && x.ready())
-            {
+            if r.active && !r.provisioned && is_ready(policy, r) {
                 self.mark_provisioned(&app.name, r);
             }
         }
@@ -1084,6 +1079,7 @@ impl Plane {
         self: &Arc<Self>,
         app: &mut App,
         idx: usize,
+        running: u32,
         scalers: &mut HashMap<String, Scaler>,
     ) -> u32 {
         let now = tokio::time::Instant::now();
@@ -1106,10 +1102,12 @@ impl Plane {
                     rev.name
                 ),
             );
+            // It starts from what it runs (a new revision: the count it scaled to before it
+            // took the traffic), so the 300 s window applies to it as to any scale-in.
             Scaler::new(
                 spec.clone(),
                 app.knobs.scaling,
-                spec.initial_replicas(),
+                running.max(spec.initial_replicas()),
                 now,
             )
         });
@@ -1287,6 +1285,33 @@ impl Plane {
 /// (from issue 18's survey, not in a published export), message as Learn's "Monitor logs in
 /// Azure Container Apps with Log Analytics" lists it for the source "Traffic weight":
 /// `Setting a traffic weight of <percentage>% for revision <revision-name>`.
+/// The replicas of `r` that are not being retired.
+fn live_count(r: &Revision) -> usize {
+    r.replicas
+        .iter()
+        .filter(|x| !x.retiring.load(Ordering::SeqCst))
+        .count()
+}
+
+/// Whether revision `r` is ready by `policy` ([`ready_enough`] with its ready replicas).
+fn is_ready(policy: ReadyPolicy, r: &Revision) -> bool {
+    let ready = r
+        .replicas
+        .iter()
+        .filter(|x| !x.retiring.load(Ordering::SeqCst) && x.ready())
+        .count();
+    ready_enough(policy, ready, r.target)
+}
+
+/// Whether `ready` replicas (started, readiness passed) make a revision whose `target` count is
+/// that ready: all of the target (Learn's zero-downtime rule), or one (the older wording).
+fn ready_enough(policy: ReadyPolicy, ready: usize, target: u32) -> bool {
+    match policy {
+        ReadyPolicy::AllReplicas => ready >= (target as usize).max(1),
+        ReadyPolicy::FirstReplica => ready >= 1,
+    }
+}
+
 fn traffic_weight_row(sink: &Sink, app: &str, revision: &str, weight: u32) {
     let owner = Owner::App {
         app: app.to_owned(),
@@ -1477,6 +1502,19 @@ mod tests {
             revision_state(false, true, false, &[], 1),
             ("Deprovisioned", "Stopped", "None")
         );
+    }
+
+    #[test]
+    fn a_revision_is_ready_when_every_replica_of_its_target_is() {
+        use ReadyPolicy::{AllReplicas, FirstReplica};
+        // Learn's rule: 2 of 3 is not ready, 3 of 3 is; a target of 1 needs its one replica.
+        assert!(!ready_enough(AllReplicas, 2, 3));
+        assert!(ready_enough(AllReplicas, 3, 3));
+        assert!(!ready_enough(AllReplicas, 0, 1));
+        assert!(ready_enough(AllReplicas, 1, 1));
+        // The older wording: the first ready replica is enough, none is not.
+        assert!(ready_enough(FirstReplica, 1, 3));
+        assert!(!ready_enough(FirstReplica, 0, 3));
     }
 
     /// `spawn_replica` passes the ingress target port to the first container only, so a
