@@ -175,33 +175,7 @@ fn tags(app: &App, at: &Placement<'_>) -> BTreeMap<String, String> {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    if let Some(r) = &app.revision_ready {
-        tags.insert("localplane.revisionReady".into(), r.clone());
-    }
-    if let Some(d) = app.drain_delay_seconds {
-        tags.insert("localplane.drainDelaySeconds".into(), d.to_string());
-    }
-    if let Some(l) = app.routing_removal_lag_ms {
-        tags.insert("localplane.routingRemovalLagMs".into(), l.to_string());
-    }
-    for (tag, v) in [
-        ("localplane.httpMetric", &app.http_metric),
-        ("localplane.scaleUp", &app.scale_up),
-        (
-            "localplane.scaleDownStabilization",
-            &app.scale_down_stabilization,
-        ),
-    ] {
-        if let Some(v) = v {
-            tags.insert(tag.into(), v.clone());
-        }
-    }
-    if let Some(t) = &app.ingress_timeout {
-        tags.insert("localplane.ingressTimeout".into(), t.clone());
-    }
-    if let Some(n) = app.connect_retries {
-        tags.insert("localplane.connectRetries".into(), n.to_string());
-    }
+    tags.extend(app.localplane_tags());
     tags
 }
 
@@ -301,7 +275,8 @@ mod tests {
                     success_threshold: None,
                 },
             ],
-            revision_ready: Some("allReplicas".into()),
+            revision_ready: Some("firstReplica".into()),
+            new_revision_replicas: Some("minReplicas".into()),
             drain_delay_seconds: Some(15),
             routing_removal_lag_ms: None,
             http_metric: Some("peakInFlight".into()),
@@ -391,7 +366,11 @@ mod tests {
         let cfg = &body["properties"]["configuration"];
         assert_eq!(cfg["ingress"]["targetPort"], 8080);
         assert_eq!(cfg["activeRevisionsMode"], "Single");
-        assert_eq!(body["tags"]["localplane.revisionReady"], "allReplicas");
+        assert_eq!(body["tags"]["localplane.revisionReady"], "firstReplica");
+        assert_eq!(
+            body["tags"]["localplane.newRevisionReplicas"],
+            "minReplicas"
+        );
         assert_eq!(body["tags"]["localplane.drainDelaySeconds"], "15");
         assert_eq!(body["tags"]["localplane.httpMetric"], "peakInFlight");
         assert_eq!(

@@ -479,6 +479,15 @@ fn apparatus(o: &mut String, lab: &Lab) {
     }
 }
 
+/// The localplane tags of how an app scales and when a new revision takes the traffic.
+const SCALING_TAGS: [&str; 5] = [
+    "localplane.revisionReady",
+    "localplane.newRevisionReplicas",
+    "localplane.httpMetric",
+    "localplane.scaleUp",
+    "localplane.scaleDownStabilization",
+];
+
 /// `3` for a fixed count; `0-3 (scale: HTTP rule, 2 concurrent requests per replica, polling
 /// 1 s, cooldown 10 s)` for a scale rule, with the localplane scaling knobs the app sets
 /// (`; on localplane: httpMetric=peakInFlight`).
@@ -491,14 +500,12 @@ fn replicas_in_words(a: &crate::schema::App) -> String {
         |n| format!("HTTP rule, {n} concurrent request(s) per replica"),
     );
     let secs = |v: Option<u32>, dflt: u32| v.unwrap_or(dflt);
-    let knobs: Vec<String> = [
-        ("httpMetric", &a.http_metric),
-        ("scaleUp", &a.scale_up),
-        ("scaleDownStabilization", &a.scale_down_stabilization),
-    ]
-    .iter()
-    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
-    .collect();
+    let knobs: Vec<String> = a
+        .localplane_tags()
+        .iter()
+        .filter(|(k, _)| SCALING_TAGS.contains(&k.as_str()))
+        .map(|(k, v)| format!("{}={v}", k.trim_start_matches("localplane.")))
+        .collect();
     let knobs = if knobs.is_empty() {
         String::new()
     } else {

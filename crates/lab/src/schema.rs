@@ -223,10 +223,16 @@ pub struct App {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub probes: Vec<Probe>,
-    /// Emulator knobs (ignored on Azure, recorded in the pack): when a new revision counts as
-    /// ready (`firstReplica`, Container Apps' documented rule, or `allReplicas`).
+    /// Emulator knobs (ignored on Azure, recorded in the pack). `revision_ready`: when a new
+    /// revision counts as ready, `allReplicas` (localplane's default: Learn's zero-downtime
+    /// rule) or `firstReplica` (the application-lifecycle page's older wording).
+    /// `new_revision_replicas`: how many replicas a new revision starts before it takes the
+    /// traffic, `previous` (default: the serving revision's count within the new one's limits,
+    /// Learn) or `minReplicas` (microsoft/azure-container-apps#638's report).
     #[serde(default)]
     pub revision_ready: Option<String>,
+    #[serde(default)]
+    pub new_revision_replicas: Option<String>,
     /// Emulator knob: seconds between removing a replica from routing and SIGTERM.
     #[serde(default)]
     pub drain_delay_seconds: Option<u64>,
@@ -320,6 +326,44 @@ pub struct AppScale {
 }
 
 impl App {
+    /// The emulator knobs this app sets, as the `localplane.*` resource tags localplane reads
+    /// (Azure stores and ignores them); an unset knob is absent (localplane's default, the
+    /// documented behaviour).
+    pub fn localplane_tags(&self) -> BTreeMap<String, String> {
+        let text = [
+            ("localplane.revisionReady", &self.revision_ready),
+            (
+                "localplane.newRevisionReplicas",
+                &self.new_revision_replicas,
+            ),
+            ("localplane.httpMetric", &self.http_metric),
+            ("localplane.scaleUp", &self.scale_up),
+            (
+                "localplane.scaleDownStabilization",
+                &self.scale_down_stabilization,
+            ),
+            ("localplane.ingressTimeout", &self.ingress_timeout),
+        ];
+        let numbers = [
+            ("localplane.drainDelaySeconds", self.drain_delay_seconds),
+            (
+                "localplane.routingRemovalLagMs",
+                self.routing_removal_lag_ms,
+            ),
+            (
+                "localplane.connectRetries",
+                self.connect_retries.map(u64::from),
+            ),
+        ];
+        let text = text
+            .into_iter()
+            .filter_map(|(k, v)| v.clone().map(|v| (k.to_owned(), v)));
+        let numbers = numbers
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_string())));
+        text.chain(numbers).collect()
+    }
+
     /// The replicas the app runs at least: `replicas`, `scale.min_replicas`, else 1.
     pub fn min_replicas(&self) -> u32 {
         match (&self.scale, self.replicas) {

@@ -493,16 +493,17 @@ fn apps(v: &mut V, lab: &Lab) {
 fn app_knobs(v: &mut V, i: usize, app: &crate::schema::App) {
     let item = named("app", &app.name);
     let k = |f: &str| format!("apps[{i}].{f}");
-    if let Some(r) = &app.revision_ready
-        && !["firstReplica", "allReplicas"].contains(&r.as_str())
-    {
-        v.push(
-            k("revision_ready"),
-            item.clone(),
-            format!("{r:?} is not firstReplica or allReplicas"),
-        );
-    }
     for (key, val, allowed) in [
+        (
+            "revision_ready",
+            &app.revision_ready,
+            ["allReplicas", "firstReplica"],
+        ),
+        (
+            "new_revision_replicas",
+            &app.new_revision_replicas,
+            ["previous", "minReplicas"],
+        ),
         (
             "http_metric",
             &app.http_metric,
