@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 21] = [
+const CATALOGUE: [&str; 22] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -27,6 +27,7 @@ const CATALOGUE: [&str; 21] = [
     "blue-green-switch-unready",
     "rollout-under-autoscale",
     "rollout-under-autoscale-min-3",
+    "rollout-under-autoscale-reported",
     "default-probes-slow-starter",
     "default-probes-slow-starter-short-own-probe",
 ];

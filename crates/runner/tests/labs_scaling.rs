@@ -4,8 +4,10 @@
 //! `...-short-grace`) must end `falsified`, and for the reason the control was built for: the
 //! client-visible checks fail while the checks that show the scaling happened (activation from
 //! zero, scale-out, scale-in) pass. `rollout-under-autoscale` (a falsification lab) must end
-//! `falsified` by its rule, on windows after the rollout, with its preconditions passing; its
-//! control `...-min-3` must end `held`. Docker must be reachable (these tests fail loudly
+//! `held` under Learn's readiness rule (the new revision takes the traffic with the old one's
+//! replicas); its twin `...-reported` (#638's behaviour, by tag) must end `falsified` by its
+//! rule, on windows after the rollout, with its preconditions passing; the twin's control
+//! `...-min-3` must end `held`. Docker must be reachable (these tests fail loudly
 //! otherwise, unless `PROBELAB_SKIP_DOCKER=1`), and the images `probelab/<name>:dev` must exist.
 //!
 //! Why they may share the machine (nextest group `platform`): what they judge is seconds-scale
@@ -78,9 +80,48 @@ fn judged_streaks(o: &runner::RunOutcome) -> Vec<&analysis::rule::Streak> {
         .collect()
 }
 
+/// The replicas of the event's new revision assigned before it took the traffic (its
+/// `RevisionUpdate` row, "Setting a traffic weight of 100% ..."), from the system rows.
+fn replicas_before_switch(o: &runner::RunOutcome) -> usize {
+    let a = o.analysis.as_ref().unwrap();
+    let new_rev = a.events.first().unwrap().new_revision.clone().unwrap();
+    let rows = &a.acc.system;
+    let switch = rows
+        .iter()
+        .find(|e| e.reason == "RevisionUpdate" && e.revision == new_rev)
+        .map(|e| e.ts_ms)
+        .unwrap_or_else(|| panic!("no RevisionUpdate row for {new_rev}"));
+    let assigned: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .filter(|e| e.reason == "AssigningReplica" && e.revision == new_rev && e.ts_ms <= switch)
+        .map(|e| e.replica.as_str())
+        .collect();
+    assigned.len()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rollout_under_autoscale_quick_is_falsified_by_the_rule() {
+async fn rollout_under_autoscale_quick_holds_as_learn_documents() {
     let lab = "rollout-under-autoscale";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    let a = o.analysis.as_ref().unwrap();
+    assert_eq!(
+        a.verdict.verdict,
+        analysis::Outcome::Held,
+        "{:?}",
+        a.verdict.reasons
+    );
+    assert!(judged_streaks(&o).is_empty(), "{:?}", a.streaks);
+    // The warm-up scaled the old revision to its maximum, 5: the new one started as many
+    // before it took the traffic (Learn's "scaled up to match the previous revisions replica
+    // count").
+    assert_eq!(replicas_before_switch(&o), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_under_autoscale_reported_is_falsified_by_the_rule() {
+    let lab = "rollout-under-autoscale-reported";
     let Some((o, _dir)) = run_checked(lab).await else {
         return;
     };
@@ -91,6 +132,8 @@ async fn rollout_under_autoscale_quick_is_falsified_by_the_rule() {
         "{:?}",
         a.verdict.reasons
     );
+    // #638's behaviour, selected by tag: the new revision took the traffic on minReplicas, 1.
+    assert_eq!(replicas_before_switch(&o), 1);
     // Falsified by the rule on the perturbation step, with a clean baseline and the rollout
     // observed (a precondition failing would make it invalid, not falsified).
     let streaks = judged_streaks(&o);
@@ -133,4 +176,7 @@ async fn rollout_under_autoscale_min_3_holds() {
         a.verdict.reasons
     );
     assert!(judged_streaks(&o).is_empty());
+    // Under the same tags as the twin, the new revision took the traffic at its first ready
+    // replica of the 3 it starts with.
+    assert!((1..=3).contains(&replicas_before_switch(&o)));
 }
