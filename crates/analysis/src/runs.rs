@@ -12,6 +12,7 @@
 //!                          "outcome": "ok", "status": 200, "dur_ms": 12, "detail": ""}]}]}
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -34,6 +35,10 @@ pub struct RunsFile {
     /// localplane's platform timings (`fast`, `recorded`); absent on Azure.
     #[serde(default)]
     pub localplane_timings: Option<String>,
+    /// Each app's emulator knobs (app → `localplane.*` tag → value); absent on Azure and in
+    /// packs written before the runner recorded them.
+    #[serde(default)]
+    pub localplane_knobs: Option<BTreeMap<String, BTreeMap<String, String>>>,
     #[serde(default)]
     pub started: String,
     #[serde(default)]
@@ -61,15 +66,49 @@ impl RunsFile {
             "azure" => Some(format!(
                 "Azure Container Apps{profile}: the service's own timings"
             )),
-            "local" => Some(match self.localplane_timings.as_deref() {
-                Some(t) => match ::lab::LocalplaneTimings::parse(t) {
-                    Some(known) => format!("localplane{profile}, timings {}", known.meaning()),
-                    None => format!("localplane{profile}, timings {t:?} (not a known choice)"),
-                },
-                None => format!("localplane{profile}, timings not recorded in runs.json"),
-            }),
+            "local" => {
+                let timings = match self.localplane_timings.as_deref() {
+                    Some(t) => match ::lab::LocalplaneTimings::parse(t) {
+                        Some(known) => format!("timings {}", known.meaning()),
+                        None => format!("timings {t:?} (not a known choice)"),
+                    },
+                    None => "timings not recorded in runs.json".to_owned(),
+                };
+                Some(format!(
+                    "localplane{profile}, {timings}; {}",
+                    semantics(self.localplane_knobs.as_ref())
+                ))
+            }
             other => Some(format!("{other}{profile}")),
         }
+    }
+}
+
+/// The readiness and scaling semantics a localplane run used, in words: Learn's documented
+/// behaviour, then each app's `localplane.*` tags that select another (`knobs`: runs.json's
+/// `localplane_knobs`; `None` in packs that did not record them).
+fn semantics(knobs: Option<&BTreeMap<String, BTreeMap<String, String>>>) -> String {
+    let Some(knobs) = knobs else {
+        return "readiness and scaling semantics not recorded in runs.json (packs before \
+                2026-12-04 ran localplane's earlier defaults)"
+            .to_owned();
+    };
+    let chosen: Vec<String> = knobs
+        .iter()
+        .filter(|(_, tags)| !tags.is_empty())
+        .map(|(app, tags)| {
+            let tags: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("app {app} selects {}", tags.join(", "))
+        })
+        .collect();
+    let documented = "revision readiness and scaling as Microsoft Learn documents them (a new \
+                      revision takes the traffic once every replica, at the serving revision's \
+                      count, is ready; the HTTP rule every 15 s on the past 15 s's requests / 15, \
+                      scale-up steps 1, 4, 8, ..., scale-in after a 300 s window)";
+    if chosen.is_empty() {
+        documented.to_owned()
+    } else {
+        format!("{documented}, except: {}", chosen.join("; "))
     }
 }
 
@@ -230,6 +269,30 @@ mod tests {
         assert!(
             full.starts_with("localplane (profile full), timings recorded: calibrated"),
             "{full}"
+        );
+        // The semantics: Learn's, unless an app's tags select another; old packs say so.
+        assert!(
+            quick.contains("semantics not recorded in runs.json"),
+            "{quick}"
+        );
+        let documented = with(
+            r#""target":"local","localplane_timings":"fast","localplane_knobs":{"subject":{}},"#,
+        )
+        .unwrap();
+        assert!(
+            documented.ends_with("scale-in after a 300 s window)"),
+            "{documented}"
+        );
+        let reported = with(
+            r#""target":"local","localplane_knobs":{"subject":{"localplane.revisionReady":"firstReplica","localplane.newRevisionReplicas":"minReplicas"},"load":{}},"#,
+        )
+        .unwrap();
+        assert!(
+            reported.ends_with(
+                "except: app subject selects localplane.newRevisionReplicas=minReplicas, \
+                 localplane.revisionReady=firstReplica"
+            ),
+            "{reported}"
         );
         let odd = with(r#""target":"local","localplane_timings":"slow","#).unwrap();
         assert!(odd.contains("\"slow\" (not a known choice)"), "{odd}");

@@ -3,6 +3,7 @@
 //! `runs.json` is rewritten (atomically) after every step, so a run stopped half-way leaves a
 //! valid file marked `incomplete: true`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -86,6 +87,11 @@ pub struct RunsRecord {
     /// `localplane_timings`); absent on Azure, whose timings are its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub localplane_timings: Option<String>,
+    /// Each app's emulator knobs (app name → the `localplane.*` tags it sets; empty: every
+    /// behaviour as documented), so the report can name the semantics the run used; absent on
+    /// Azure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub localplane_knobs: Option<BTreeMap<String, BTreeMap<String, String>>>,
     pub steps: Vec<StepRecord>,
     /// Log rows the run could not write (a full disk, a lost file): the run stays
     /// `incomplete` and the analysis judges the pack `invalid` (precondition `data_complete`).
@@ -256,6 +262,13 @@ mod tests {
             stopped_by: None,
             time_scale: 1.0,
             localplane_timings: Some("recorded".into()),
+            localplane_knobs: Some(BTreeMap::from([(
+                "subject".to_owned(),
+                BTreeMap::from([(
+                    "localplane.revisionReady".to_owned(),
+                    "firstReplica".to_owned(),
+                )]),
+            )])),
             log_write_failures: vec![LogWriteFailure {
                 file: "logs/ContainerAppSystemLogs_CL.ndjson".into(),
                 error: "No space left on device (os error 28)".into(),
@@ -306,6 +319,7 @@ mod tests {
             "ended",
             "incomplete",
             "localplane_timings",
+            "localplane_knobs",
             "steps",
         ] {
             assert!(v.get(k).is_some(), "{k}");

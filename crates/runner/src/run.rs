@@ -155,6 +155,15 @@ pub async fn run_lab(opts: RunOptions) -> Result<RunOutcome, RunError> {
             TargetChoice::Local(_) => Some(lab.localplane_timings.as_str().to_owned()),
             TargetChoice::Azure => None,
         },
+        localplane_knobs: match opts.target {
+            TargetChoice::Local(_) => Some(
+                lab.apps
+                    .iter()
+                    .map(|a| (a.name.clone(), a.localplane_tags()))
+                    .collect(),
+            ),
+            TargetChoice::Azure => None,
+        },
         steps: Vec::new(),
         log_write_failures: Vec::new(),
     };
