@@ -15,8 +15,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::fold::row_object;
-use super::line::{Row, Scratch, api_row_at, row_at};
+use super::line::{Row, Scratch, api_row_at, row_at, row_object};
 use super::scan::Stop;
 use super::split::read_at;
 use crate::Error;

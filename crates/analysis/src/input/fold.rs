@@ -8,7 +8,6 @@ use labkit::Line;
 use labkit::clock::window_start_ms;
 use serde_json::{Map, Value};
 
-use super::line::inner_line;
 use crate::model::{Acc, BucketWindow, FailedReq, Loc, MAX_FAILED, SystemEvent, bump, record_ms};
 use crate::ts::parse_ms;
 
@@ -294,8 +293,15 @@ const TOTAL_KEYS: &[&str] = &["total", "total_count", "count", "requests", "req_
 const OK_KEYS: &[&str] = &["ok_total", "total_ok", "ok"];
 const ERR_KEYS: &[&str] = &["err_total", "total_err", "err", "errors", "err_count"];
 
-/// One row object of a JSON export (or an NDJSON row the fast path could not read).
-pub(crate) fn row_object(acc: &mut Acc, m: &Map<String, Value>, loc: &Loc) {
+/// One row object of a JSON export (or an NDJSON row the fast path could not read), folded: a
+/// system row, an aggregated bucket row, one of our lines with its fields as columns, or an
+/// unparseable row counted. A console row is not folded here: its printed line (`Log_s`) is
+/// returned for the caller to parse (`line::row_object`), so this module needs no parser.
+pub(crate) fn table_row<'m>(
+    acc: &mut Acc,
+    m: &'m Map<String, Value>,
+    loc: &Loc,
+) -> Option<Cow<'m, str>> {
     let table = get_str(m, &["TableName", "Type"]).unwrap_or_default();
     let is_system = m.contains_key("Reason_s") || table.contains("SystemLogs");
     if is_system {
@@ -310,12 +316,10 @@ pub(crate) fn row_object(acc: &mut Acc, m: &Map<String, Value>, loc: &Loc) {
             get_str(m, &["Type_s"]).as_deref(),
             loc,
         );
-        return;
+        return None;
     }
     if let Some(log) = get_str(m, &["Log_s"]) {
-        acc.stats.kind("console-row");
-        inner_line(acc, &log, loc);
-        return;
+        return Some(log);
     }
     // An already-aggregated bucket table (the original lab's Q2 export).
     let start = get_str(m, START_KEYS)
@@ -349,14 +353,14 @@ pub(crate) fn row_object(acc: &mut Acc, m: &Map<String, Value>, loc: &Loc) {
                 maps: None,
             },
         );
-        return;
+        return None;
     }
     // A row that is one of our lines with its fields as columns.
     if m.contains_key("kind") {
         let v = Value::Object(m.clone());
         if let Ok(line) = serde_json::from_value::<Line>(v) {
             typed_line(acc, line);
-            return;
+            return None;
         }
     }
     let text = Value::Object(m.clone()).to_string();
@@ -365,6 +369,7 @@ pub(crate) fn row_object(acc: &mut Acc, m: &Map<String, Value>, loc: &Loc) {
         &text,
         "row is neither a log row (Log_s), a bucket row (bucket start + total) nor one of our lines",
     );
+    None
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -10,7 +10,7 @@ use labkit::Line;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::fold::{KNOWN_KINDS, ReqIn, req, row_object, system_row, typed_line};
+use super::fold::{KNOWN_KINDS, ReqIn, req, system_row, table_row, typed_line};
 use super::logfmt::{is_logfmt, logfmt_msg, msg_into, msg_quote};
 use super::scan::{self, InQuotes, Inner, Inside, Plain, Stop, Val};
 use crate::model::{Acc, Loc, bump};
@@ -335,6 +335,15 @@ fn inner_line_with(acc: &mut Acc, msg: &mut Vec<u8>, raw: &str, loc: &Loc) {
 /// The printed line inside a console row (`Log_s`) of an export row read by serde.
 pub(crate) fn inner_line(acc: &mut Acc, raw: &str, loc: &Loc) {
     inner_line_with(acc, &mut Vec::new(), raw, loc);
+}
+
+/// One row object of a JSON export (or an NDJSON row the fast path could not read): folded
+/// ([`table_row`]), or, for a console row, its printed line parsed.
+pub(crate) fn row_object(acc: &mut Acc, m: &Map<String, Value>, loc: &Loc) {
+    if let Some(log) = table_row(acc, m, loc) {
+        acc.stats.kind("console-row");
+        inner_line(acc, &log, loc);
+    }
 }
 
 /// A legacy k6 line: the JSON is the logfmt `msg` value.
