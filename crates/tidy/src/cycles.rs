@@ -1,11 +1,18 @@
-//! [`Rule::ModuleCycle`]: the top-level modules of a crate's `src/` form no cycle.
+//! [`Rule::ModuleCycle`]: the modules of a crate's `src/` form no cycle, at any depth.
 //!
-//! A top-level module is `src/a.rs` or `src/a/mod.rs` with every file under `src/a/` (the
-//! target roots `lib.rs` and `main.rs`, and `src/bin/`, belong to none). Module `a` depends on
-//! module `b` when one of `a`'s files names a `crate::b` path (`use crate::b::X`, `crate::b::f()`,
-//! `use crate::{b, c::Y}`) outside test code: `#[cfg(test)]` items, and the files of a
-//! `#[cfg(test)] mod x;`. Paths are read in the lexer's code view, so comments (doc links
-//! included) and string literals do not count. `super::` paths are not followed.
+//! A module is a file's path under `src/` (`src/a.rs` and `src/a/mod.rs` are `a`, `src/a/b.rs`
+//! is `a::b`; the target roots `lib.rs` and `main.rs` are the crate's root, and `src/bin/`
+//! belongs to no module). A file depends on a module when it names a path to it outside test
+//! code: `crate::a::b::X`, `super::b::f()` (from the file's own module: `super` is its parent),
+//! `self::c`, and each item of a `{..}` group (`use crate::{a, b::Y}`). A path reaches the
+//! deepest module it names; an edge joins the two siblings under the deepest module both lie
+//! in (`a::b::c` naming `a::d::e` makes `a::b -> a::d`), so a module is never in a cycle with
+//! its own parent or children (`mod.rs` re-exporting a child, a child using `super::` items of
+//! its parent), only with its siblings' subtrees, as the top-level modules are with each other.
+//! Test code does not count: `#[cfg(test)]` items, and the files of a `#[cfg(test)] mod x;`.
+//! Paths are read in the lexer's code view, so comments (doc links included) and string literals
+//! do not count. A `super::` inside an inline `mod x { .. }` is read as the file's, not the inline
+//! module's: it then names the file's parent, whose edges do not count.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -24,7 +31,8 @@ pub struct Edge {
     pub line: usize,
 }
 
-/// One crate's modules: each top-level module, with the modules it depends on and where.
+/// One crate's modules (each by its path, `a::b`): the sibling modules each depends on, and
+/// where.
 pub type Graph = BTreeMap<String, BTreeMap<String, Edge>>;
 
 /// One violation per strongly connected set of modules, in every crate.
@@ -42,13 +50,27 @@ pub fn check(ws: &Workspace) -> Vec<Violation> {
 /// The top-level module a file under `src/` belongs to (`src/a.rs`, `src/a/mod.rs`,
 /// `src/a/b.rs`: `a`); `None` for `lib.rs`, `main.rs`, `src/bin/` and files outside `src/`.
 pub fn top_module(in_crate: &Path) -> Option<String> {
-    let mut parts = in_crate.strip_prefix("src").ok()?.components();
-    let first = parts.next()?.as_os_str().to_str()?;
-    if parts.next().is_some() {
-        return (first != "bin").then(|| first.to_owned());
+    module_path(in_crate)
+        .filter(|m| !m.is_empty())
+        .map(|m| m.split("::").next().unwrap_or_default().to_owned())
+}
+
+/// The module a file under `src/` is (`src/a/b.rs` and `src/a/b/mod.rs`: `a::b`), `""` for
+/// the crate root (`lib.rs`, `main.rs`); `None` for `src/bin/` and files outside `src/`.
+pub fn module_path(in_crate: &Path) -> Option<String> {
+    let rel = in_crate.strip_prefix("src").ok()?;
+    let mut parts: Vec<&str> = rel
+        .components()
+        .map(|c| c.as_os_str().to_str())
+        .collect::<Option<_>>()?;
+    if parts.first() == Some(&"bin") && parts.len() > 1 {
+        return None;
     }
-    let stem = first.strip_suffix(".rs")?;
-    (!matches!(stem, "lib" | "main" | "mod")).then(|| stem.to_owned())
+    let file = parts.pop()?.strip_suffix(".rs")?;
+    if !(file == "mod" || (parts.is_empty() && matches!(file, "lib" | "main"))) {
+        parts.push(file);
+    }
+    Some(parts.join("::"))
 }
 
 /// The crate's module graph, from its non-test `src/` files (each edge where it is first
@@ -59,52 +81,142 @@ pub fn module_graph(krate: &Crate) -> Graph {
         .files
         .iter()
         .filter(|f| f.kind != Kind::Test && !test_files.contains(&f.in_crate))
-        .filter_map(|f| top_module(&f.in_crate).map(|m| (f, m)))
+        .filter_map(|f| module_path(&f.in_crate).map(|m| (f, m)))
         .collect();
     let modules: BTreeSet<&str> = files.iter().map(|(_, m)| m.as_str()).collect();
     let mut graph = Graph::new();
     for (file, from) in &files {
         let tests = test_ranges(&file.code);
-        let edges = graph.entry(from.clone()).or_default();
-        for (at, to) in crate_paths(&file.code) {
-            if to == *from
-                || !modules.contains(to.as_str())
-                || tests.iter().any(|r| r.contains(&at))
-            {
+        for (at, named) in module_paths(&file.code, from) {
+            if tests.iter().any(|r| r.contains(&at)) {
                 continue;
             }
-            edges.entry(to).or_insert_with(|| Edge {
-                path: file.path.clone(),
-                line: line_of(&file.code, at),
-            });
+            let Some(to) = deepest_module(&named, &modules) else {
+                continue;
+            };
+            let Some((a, b)) = siblings(from, to) else {
+                continue;
+            };
+            graph
+                .entry(a)
+                .or_default()
+                .entry(b)
+                .or_insert_with(|| Edge {
+                    path: file.path.clone(),
+                    line: line_of(&file.code, at),
+                });
         }
     }
     graph
 }
 
-/// The first segment of every `crate::` path in `code` (the lexer's code view), with the
-/// offset of its `crate`; a `crate::{..}` group gives each item's first segment.
-pub fn crate_paths(code: &str) -> Vec<(usize, String)> {
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
-    let first_segment =
-        |s: &str| -> String { s.trim_start().chars().take_while(|&c| ident(c)).collect() };
+/// The deepest module of `modules` that the path `segments` (from the crate root) names.
+fn deepest_module<'m>(segments: &[String], modules: &BTreeSet<&'m str>) -> Option<&'m str> {
+    (1..=segments.len())
+        .rev()
+        .find_map(|n| modules.get(segments[..n].join("::").as_str()).copied())
+}
+
+/// For a dependency of module `from` on module `to`: the two siblings under the deepest module
+/// both lie in, the first containing `from` and the second `to`; `None` when one contains the
+/// other (a module and its parent, child or itself).
+fn siblings(from: &str, to: &str) -> Option<(String, String)> {
+    let a: Vec<&str> = from.split("::").filter(|s| !s.is_empty()).collect();
+    let b: Vec<&str> = to.split("::").filter(|s| !s.is_empty()).collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common == a.len() || common == b.len() {
+        return None;
+    }
+    Some((a[..=common].join("::"), b[..=common].join("::")))
+}
+
+/// Every `crate::`, `super::` and `self::` path in `code` (the lexer's code view) of a file of
+/// module `module`, as segments from the crate root, with the offset of its first keyword; a
+/// `{..}` group gives each item's path.
+pub fn module_paths(code: &str, module: &str) -> Vec<(usize, Vec<String>)> {
+    let own: Vec<String> = module
+        .split("::")
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
     let mut out = Vec::new();
-    for at in word_offsets(code, "crate") {
-        let Some(rest) = code[at + "crate".len()..]
-            .trim_start()
-            .strip_prefix("::")
-            .map(str::trim_start)
-        else {
-            continue;
-        };
-        let names: Vec<String> = match rest.strip_prefix('{') {
-            Some(group) => group_items(group)
-                .iter()
-                .map(|i| first_segment(i))
-                .collect(),
-            None => vec![first_segment(rest)],
-        };
-        out.extend(names.into_iter().filter(|n| !n.is_empty()).map(|n| (at, n)));
+    for (at, base, rest) in path_starts(code, &own) {
+        for tail in path_tails(rest) {
+            let mut full = base.clone();
+            full.extend(tail);
+            if !full.is_empty() {
+                out.push((at, full));
+            }
+        }
+    }
+    out.sort_by_key(|(at, _)| *at);
+    out
+}
+
+/// Where each path begins (`crate::`, `self::`, a first `super::`), the module it starts from
+/// (segments from the root; each further `super::` goes one up) and the text after its last
+/// `::` keyword.
+fn path_starts<'c>(code: &'c str, own: &[String]) -> Vec<(usize, Vec<String>, &'c str)> {
+    let after_sep = |at: usize| code[..at].trim_end().ends_with("::");
+    let mut out = Vec::new();
+    for word in ["crate", "self", "super"] {
+        for at in word_offsets(code, word) {
+            if after_sep(at) {
+                continue;
+            }
+            let Some(mut rest) = code[at + word.len()..].trim_start().strip_prefix("::") else {
+                continue;
+            };
+            let mut base: Vec<String> = match word {
+                "crate" => Vec::new(),
+                "self" => own.to_vec(),
+                _ => own[..own.len().saturating_sub(1)].to_vec(),
+            };
+            while let Some(r) = rest
+                .trim_start()
+                .strip_prefix("super")
+                .and_then(|r| r.trim_start().strip_prefix("::"))
+            {
+                base.pop();
+                rest = r;
+            }
+            out.push((at, base, rest.trim_start()));
+        }
+    }
+    out
+}
+
+/// The paths `rest` names: its leading segments, then each item of a `{..}` group (nested
+/// groups give each of their items).
+fn path_tails(rest: &str) -> Vec<Vec<String>> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut lead = Vec::new();
+    let mut s = rest.trim_start();
+    loop {
+        let name: String = s.chars().take_while(|&c| ident(c)).collect();
+        if name.is_empty() {
+            break;
+        }
+        s = s[name.len()..].trim_start();
+        lead.push(name);
+        match s.strip_prefix("::") {
+            Some(r) => s = r.trim_start(),
+            None => return vec![lead],
+        }
+    }
+    let Some(group) = s.strip_prefix('{') else {
+        return vec![lead];
+    };
+    let mut out = Vec::new();
+    for item in group_items(group) {
+        for tail in path_tails(item) {
+            let mut p = lead.clone();
+            p.extend(tail.into_iter().filter(|t| t != "self"));
+            out.push(p);
+        }
+    }
+    if out.is_empty() {
+        out.push(lead);
     }
     out
 }
@@ -248,19 +360,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn crate_paths_give_first_segments() {
+    fn module_paths_resolve_crate_self_and_super_from_the_file() {
         let code = "use crate::a::X;\nuse crate::{b::{Y, Z}, c, self};\nfn f() { crate :: d::g(); }\n\
-                    pub(crate) fn h() {}\n";
-        let found: Vec<(usize, String)> = crate_paths(code)
+                    pub(crate) fn h() {}\nuse super::line::inner;\nuse super::super::top;\n\
+                    use self::kid::K;\nuse super::{fold::{A, B}, scan};\n";
+        let found: Vec<(usize, String)> = module_paths(code, "input::fold")
             .into_iter()
-            .map(|(at, m)| (line_of(code, at), m))
+            .map(|(at, m)| (line_of(code, at), m.join("::")))
             .collect();
-        let want = [(1, "a"), (2, "b"), (2, "c"), (2, "self"), (3, "d")];
+        let want = [
+            (1, "a::X"),
+            (2, "b::Y"),
+            (2, "b::Z"),
+            (2, "c"),
+            (3, "d::g"),
+            (5, "input::line::inner"),
+            (6, "top"),
+            (7, "input::fold::kid::K"),
+            (8, "input::fold::A"),
+            (8, "input::fold::B"),
+            (8, "input::scan"),
+        ];
         assert_eq!(
             found,
             want.map(|(l, m)| (l, m.to_owned())).to_vec(),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn module_paths_and_siblings() {
+        let m = |p: &str| module_path(Path::new(p));
+        assert_eq!(m("src/a.rs").as_deref(), Some("a"));
+        assert_eq!(m("src/a/mod.rs").as_deref(), Some("a"));
+        assert_eq!(m("src/a/b/c.rs").as_deref(), Some("a::b::c"));
+        assert_eq!(m("src/lib.rs").as_deref(), Some(""));
+        assert_eq!(m("src/bin/tool.rs"), None);
+        assert_eq!(m("tests/a.rs"), None);
+        // Siblings under the deepest common module; none between a module and its kin.
+        let sib = |a, b| siblings(a, b).map(|(x, y)| format!("{x} -> {y}"));
+        assert_eq!(sib("a::b::c", "a::d::e").as_deref(), Some("a::b -> a::d"));
+        assert_eq!(sib("a", "b::c").as_deref(), Some("a -> b"));
+        assert_eq!(sib("a::b", "a"), None);
+        assert_eq!(sib("a", "a::b"), None);
+        assert_eq!(sib("", "a"), None);
+        assert_eq!(sib("a", "a"), None);
     }
 
     #[test]

@@ -17,8 +17,9 @@
 //! - [`Rule::ModuleDoc`] ([`source`]): every `.rs` file of a crate starts with a `//!` line.
 //! - [`Rule::ErrorContext`] ([`errors`]): a thiserror message never prints the field that is
 //!   also the error's source (the cause would print twice in labctl's `{e:#}` chain).
-//! - [`Rule::ModuleCycle`] ([`cycles`]): no cycle between the top-level modules of a crate's
-//!   `src/` (edges are `crate::x` paths outside test code); small modules with one direction.
+//! - [`Rule::ModuleCycle`] ([`cycles`]): no cycle between sibling modules of a crate's `src/`,
+//!   at any depth (edges are `crate::`, `super::` and `self::` paths outside test code); small
+//!   modules with one direction.
 //! - [`Rule::LongFunction`] ([`long_fns`]): no function outside test code over 100 lines
 //!   unless a `// Long on purpose:` comment above it says why.
 

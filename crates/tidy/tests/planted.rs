@@ -380,6 +380,52 @@ fn a_module_named_only_in_comments_strings_and_tests_is_no_cycle() {
     });
 }
 
+/// Declares module `p` in core's library, with children `x` and `y` of these texts.
+fn nested_modules(root: &Path, parent: &str, x: &str, y: &str) {
+    edit(
+        root,
+        "crates/core/src/lib.rs",
+        "pub fn f()",
+        "pub mod p;\npub fn f()",
+    );
+    write(root, "crates/core/src/p/mod.rs", parent);
+    write(root, "crates/core/src/p/x.rs", x);
+    write(root, "crates/core/src/p/y.rs", y);
+}
+
+#[test]
+fn a_cycle_of_nested_modules_through_super_paths_fails() {
+    let found = planted(Rule::ModuleCycle, |root| {
+        nested_modules(
+            root,
+            "//! P.\npub mod x;\npub mod y;\n",
+            "//! X.\nuse super::y::Y;\npub struct X(pub Y);\n",
+            "//! Y.\npub struct Y;\npub fn x() -> super::x::X {\n    super::x::X(Y)\n}\n",
+        );
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].message.contains(
+            "p::x -> p::y -> p::x (p::x -> p::y at crates/core/src/p/x.rs:2, p::y -> p::x at \
+             crates/core/src/p/y.rs:3)"
+        ),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_module_using_its_parent_or_its_children_is_no_cycle() {
+    kept(|root| {
+        nested_modules(
+            root,
+            "//! P.\npub mod x;\npub mod y;\npub use x::X;\npub struct Shared;\n\
+             pub fn make() -> self::y::Y {\n    y::Y\n}\n",
+            "//! X.\nuse super::Shared;\npub struct X(pub Shared);\n",
+            "//! Y.\nuse crate::p::x::X;\npub struct Y;\npub fn x() -> X {\n    X(super::Shared)\n}\n",
+        );
+    });
+}
+
 /// A function `name` of `lines` lines, from its `fn` line to its closing brace.
 fn function(name: &str, lines: usize) -> String {
     let body = "    let _ = 1;\n".repeat(lines - 2);
