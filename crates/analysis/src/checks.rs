@@ -61,7 +61,7 @@ use crate::evidence::Level;
 use crate::lab::{CheckSpec, LabFile};
 use crate::model::{Acc, SystemEvent};
 use crate::rule::BucketRow;
-use crate::runs::{RunsFile, StepRec};
+use crate::runs::{RunsRecord, StepRecord};
 use crate::ts::iso_ms;
 use crate::verdict::{Gate, Status};
 use crate::wording::{Termination, probe_type, terminations};
@@ -80,7 +80,7 @@ pub struct CheckResult {
 pub struct Inputs<'a> {
     pub acc: &'a Acc,
     /// `runs.json`, or why it could not be read.
-    pub runs: Result<&'a RunsFile, &'a crate::NoRuns>,
+    pub runs: Result<&'a RunsRecord, &'a crate::NoRuns>,
     pub q2: &'a [BucketRow],
     pub q2_name: &'a str,
 }
@@ -165,7 +165,7 @@ fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
     }
 }
 
-fn step<'a>(c: &CheckSpec, runs: &'a RunsFile) -> Result<Option<&'a StepRec>, Eval> {
+fn step<'a>(c: &CheckSpec, runs: &'a RunsRecord) -> Result<Option<&'a StepRecord>, Eval> {
     match &c.step {
         None => Ok(None),
         Some(name) => runs
@@ -244,14 +244,14 @@ fn with(mut v: Value, extra: Value) -> Value {
 /// the `req` lines when the run's windows come from them, else from its buckets.
 fn load_windows<'a>(
     c: &'a CheckSpec,
-    runs: &'a RunsFile,
+    runs: &'a RunsRecord,
     inp: &Inputs,
 ) -> Result<LoadSel<'a>, Eval> {
     let Some(load) = &c.load else {
         return Err(invalid(format!("check kind {} needs `load`", c.kind)));
     };
     let scenario = c.scenario.as_deref().unwrap_or("main");
-    let steps: Vec<&StepRec> = match step(c, runs)? {
+    let steps: Vec<&StepRecord> = match step(c, runs)? {
         Some(s) => vec![s],
         None => runs.steps.iter().collect(),
     };
@@ -334,7 +334,7 @@ fn load_windows<'a>(
 }
 
 /// A load check (`status_seen`, `no_errors`, `errors_at_least`, `recovers`) over its windows.
-fn load_check(c: &CheckSpec, runs: &RunsFile, inp: &Inputs) -> Eval {
+fn load_check(c: &CheckSpec, runs: &RunsRecord, inp: &Inputs) -> Eval {
     let sel = match load_windows(c, runs, inp) {
         Ok(s) => s,
         Err(e) => return e,
@@ -643,7 +643,7 @@ fn recovers(sel: &LoadSel, inp: &Inputs) -> Eval {
 }
 
 /// The event scope of a check: `[from, to]` in epoch ms (`to` open when `None`).
-fn scope(c: &CheckSpec, runs: &RunsFile) -> Result<(i64, Option<i64>, String), Eval> {
+fn scope(c: &CheckSpec, runs: &RunsRecord) -> Result<(i64, Option<i64>, String), Eval> {
     let (from, to, what) = match step(c, runs)? {
         Some(s) => {
             let Some(start) = s.start_ms() else {
@@ -726,7 +726,7 @@ fn refs(evs: &[&SystemEvent]) -> Vec<String> {
 
 /// An event check (`restart_count_at_least`/`_at_most`, `probe_failed`, `probe_failed_first`)
 /// over the system events of `app` in its scope.
-fn event_check(c: &CheckSpec, runs: &RunsFile, acc: &Acc) -> Eval {
+fn event_check(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
     let Some(app) = &c.app else {
         return invalid(format!("check kind {} needs `app`", c.kind));
     };
@@ -955,7 +955,7 @@ fn probe_failed_first(c: &CheckSpec, probe: &str, evs: &[&SystemEvent], sc: &Eve
     )
 }
 
-fn action_check(c: &CheckSpec, runs: &RunsFile) -> Eval {
+fn action_check(c: &CheckSpec, runs: &RunsRecord) -> Eval {
     let Some(app) = &c.app else {
         return invalid("action_failed needs `app`");
     };
@@ -963,11 +963,11 @@ fn action_check(c: &CheckSpec, runs: &RunsFile) -> Eval {
         Ok(s) => s,
         Err(e) => return e,
     };
-    let steps: Vec<&StepRec> = match st {
+    let steps: Vec<&StepRecord> = match st {
         Some(s) => vec![s],
         None => runs.steps.iter().collect(),
     };
-    let acts: Vec<(&StepRec, usize)> = steps
+    let acts: Vec<(&StepRecord, usize)> = steps
         .iter()
         .flat_map(|s| {
             s.actions
@@ -980,7 +980,7 @@ fn action_check(c: &CheckSpec, runs: &RunsFile) -> Eval {
     if acts.is_empty() {
         return invalid(format!("no recorded action for {app} in runs.json"));
     }
-    let failed: Vec<&(&StepRec, usize)> = acts
+    let failed: Vec<&(&StepRecord, usize)> = acts
         .iter()
         .filter(|(s, i)| s.actions[*i].outcome == "failed")
         .collect();

@@ -42,7 +42,7 @@ use labkit::event::{ReplicaInventorySample, RevisionStateSample};
 use serde_json::{Value, json};
 
 use crate::model::{Acc, RunData, SystemEvent};
-use crate::runs::{ActionRec, RunsFile, StepRec};
+use crate::runs::{ActionRecord, RunsRecord, StepRecord};
 use crate::strength::ErrorRate;
 use crate::ts::{iso_ms, parse_ms};
 use crate::wording::termination_reason;
@@ -128,7 +128,7 @@ pub fn makes_revision(kind: &str) -> bool {
 }
 
 /// The events of every step of `runs.json` that fired an action, in step and event order.
-pub fn evaluate(acc: &Acc, runs: &RunsFile) -> Vec<Event> {
+pub fn evaluate(acc: &Acc, runs: &RunsRecord) -> Vec<Event> {
     let mut out = Vec::new();
     for step in &runs.steps {
         let numbers: BTreeSet<u32> = step.actions.iter().map(|a| a.event).collect();
@@ -145,8 +145,8 @@ pub fn evaluate(acc: &Acc, runs: &RunsFile) -> Vec<Event> {
 }
 
 /// The action record an event is about (not its `-restore` / `-reset` follow-up).
-fn primary(step: &StepRec, n: u32) -> Option<&ActionRec> {
-    let recs: Vec<&ActionRec> = step.actions.iter().filter(|a| a.event == n).collect();
+fn primary(step: &StepRecord, n: u32) -> Option<&ActionRecord> {
+    let recs: Vec<&ActionRecord> = step.actions.iter().filter(|a| a.event == n).collect();
     recs.iter()
         .find(|a| !a.kind.ends_with("-restore") && !a.kind.ends_with("-reset"))
         .or(recs.first())
@@ -155,13 +155,13 @@ fn primary(step: &StepRec, n: u32) -> Option<&ActionRec> {
 
 fn one(
     acc: &Acc,
-    step: &StepRec,
+    step: &StepRecord,
     n: u32,
     fired_ms: Option<i64>,
     next_fire: Option<i64>,
     end: Option<i64>,
 ) -> Event {
-    let recs: Vec<&ActionRec> = step.actions.iter().filter(|a| a.event == n).collect();
+    let recs: Vec<&ActionRecord> = step.actions.iter().filter(|a| a.event == n).collect();
     let (kind, app) = primary(step, n).map_or((String::new(), String::new()), |a| {
         (a.kind.clone(), a.app.clone())
     });
@@ -587,7 +587,7 @@ fn replica_turnover(
 }
 
 /// Client-visible errors of the step's load runs in `[from, to)`, and how they were counted.
-fn errors_in(acc: &Acc, step: &StepRec, from: i64, to: Option<i64>) -> (u64, &'static str) {
+fn errors_in(acc: &Acc, step: &StepRecord, from: i64, to: Option<i64>) -> (u64, &'static str) {
     let ids = load_runs(step);
     let inside = |ms: i64| ms >= from && to.is_none_or(|t| ms < t);
     let mut n = 0;
@@ -614,7 +614,7 @@ fn errors_in(acc: &Acc, step: &StepRec, from: i64, to: Option<i64>) -> (u64, &'s
 }
 
 /// The run ids of a step's loads (not its sampler's).
-fn load_runs(step: &StepRec) -> BTreeSet<&str> {
+fn load_runs(step: &StepRecord) -> BTreeSet<&str> {
     step.runs
         .iter()
         .filter(|r| r.load != "sampler")
@@ -644,7 +644,12 @@ fn windows_of(acc: &Acc, run: &RunData, from: i64, to: Option<i64>) -> Vec<(i64,
 
 /// The step's load runs over [`windows_of`] the event's window, summed per window: (requests,
 /// errors, the worst window's err_pct).
-fn window_totals(acc: &Acc, step: &StepRec, from: i64, to: Option<i64>) -> (u64, u64, Option<f64>) {
+fn window_totals(
+    acc: &Acc,
+    step: &StepRecord,
+    from: i64,
+    to: Option<i64>,
+) -> (u64, u64, Option<f64>) {
     let ids = load_runs(step);
     let mut by: BTreeMap<i64, (u64, u64)> = BTreeMap::new();
     for run in acc.runs.iter().filter(|r| ids.contains(r.run_id.as_str())) {

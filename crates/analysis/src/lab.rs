@@ -47,7 +47,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::Error;
-use crate::runs::RunsFile;
+use crate::runs::RunsRecord;
 
 /// Why a lab file's text could not be read as a [`LabFile`] (printed after the file's path by
 /// [`Error::Lab`]).
@@ -244,7 +244,7 @@ impl LabFile {
     /// file, else in `runs.json`); then the lab's step phases as run id prefixes (`<phase>-`,
     /// as the runner names runs; for logs without `runs.json`; longest wins); then the built-in
     /// prefixes, then `other`.
-    pub fn phase_of(&self, run_id: &str, runs: Option<&RunsFile>) -> String {
+    pub fn phase_of(&self, run_id: &str, runs: Option<&RunsRecord>) -> String {
         let mut best: Option<(&str, usize)> = None;
         for (name, p) in &self.phases {
             for prefix in p.iter() {
@@ -373,7 +373,7 @@ mod tests {
             "#,
         )
         .unwrap();
-        let runs = RunsFile::parse(
+        let runs = RunsRecord::parse(
             r#"{"started":"2026-01-01T00:00:00.000Z","steps":[
                 {"name":"split","phase":"split","start":"2026-01-01T00:00:00.000Z",
                  "runs":[{"load":"main","run_id":"odd-name-1"}]},

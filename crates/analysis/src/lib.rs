@@ -10,6 +10,7 @@
 //!
 //! **Invariant:** analysis does no network I/O and never writes outside the output directory.
 
+pub mod atomic;
 pub mod campaign;
 pub mod charts;
 pub mod checks;
@@ -39,7 +40,7 @@ pub use events::EventSummary;
 pub use evidence::{Level, Statement};
 pub use lab::LabFile;
 pub use rule::{BucketRow, Rule, RuleError, RunSummary, Streak};
-pub use runs::RunsFile;
+pub use runs::RunsRecord;
 pub use table::Table;
 pub use verdict::{Gate, Outcome, Verdict};
 
@@ -98,7 +99,7 @@ pub struct Analysis {
     pub lab: LabFile,
     pub lab_path: Option<PathBuf>,
     /// The runner's `runs.json`, or why there is none (read by an observation lab's checks).
-    pub runs_file: Result<RunsFile, NoRuns>,
+    pub runs_file: Result<RunsRecord, NoRuns>,
     pub cap: Option<Level>,
     pub files: Vec<PathBuf>,
     pub acc: Acc,
@@ -154,7 +155,7 @@ pub fn analyze(inputs: &[PathBuf], opts: &Options) -> Result<Analysis, Error> {
 }
 
 /// `runs.json` beside the lab file, else in the first input directory that has one.
-pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsFile, NoRuns> {
+pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsRecord, NoRuns> {
     let beside_lab = lab_path
         .and_then(Path::parent)
         .map(|d| d.join(runs::RUNS_FILE));
@@ -169,7 +170,7 @@ pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsFile
         .find(|p| p.is_file());
     match path {
         None => Err(NoRuns::NotFound),
-        Some(p) => Ok(RunsFile::read(&p)?),
+        Some(p) => Ok(RunsRecord::read(&p)?),
     }
 }
 
@@ -192,7 +193,7 @@ pub fn compute_with_runs(
     acc: Acc,
     lab: LabFile,
     lab_path: Option<PathBuf>,
-    runs_file: Result<RunsFile, NoRuns>,
+    runs_file: Result<RunsRecord, NoRuns>,
     cap: Option<Level>,
     rule: Rule,
     files: Vec<PathBuf>,

@@ -1,11 +1,11 @@
 //! Writing the evidence pack: every file atomically (temp file + rename), then
 //! `manifest.sha256` (sha256sum format) over every file of the pack.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+pub use crate::atomic::write_atomic;
 use crate::{Analysis, Error, charts, html, inputs_summary, report};
 
 /// Which parts to (re)write.
@@ -15,23 +15,6 @@ pub enum Parts {
     All,
     /// Only report.md, report.html and charts (plus the manifest).
     Report,
-}
-
-/// Writes `bytes` to `path` atomically: a temp file beside it, then a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    f.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
-    f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
 fn json_bytes(v: &impl serde::Serialize) -> Result<Vec<u8>, Error> {

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::lab::LabFile;
 use crate::model::{Acc, ReqMode, RunData, new_hist, quantile_ms};
-use crate::runs::RunsFile;
+use crate::runs::RunsRecord;
 
 /// The falsification rule: K consecutive windows with err_pct strictly above the threshold.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -215,7 +215,7 @@ impl CrossCheck {
 pub fn buckets_and_summaries(
     acc: &Acc,
     lab: &LabFile,
-    runs: Option<&RunsFile>,
+    runs: Option<&RunsRecord>,
     rule: &Rule,
 ) -> (Vec<BucketRow>, Vec<RunSummary>) {
     let wms = acc.window_ms;

@@ -1,7 +1,9 @@
-//! The subset of the runner's `runs.json` the analysis reads: each step's time span, its load
-//! runs (load name → run_id; a sampler execution per event carries `event` and, as `run_id`,
-//! that event's perturbation id), its recorded actions (each with its event's
-//! `perturbation_id`), and the top-level `log_write_failures`. Unknown keys are ignored.
+//! `runs.json`, the record of a run the runner writes into its evidence pack: each step's time
+//! span, its job executions (load name → run_id; a sampler execution per event carries `event`
+//! and, as `run_id`, that event's perturbation id), its fired actions (each with its event's
+//! `perturbation_id`), the platform the run used and the top-level `log_write_failures`. The
+//! runner writes it and the analysis reads it through the same types; every member is read
+//! leniently, so packs written before a member existed still read.
 //!
 //! ```json
 //! {"lab": "...", "profile": "full", "target": "local", "started": "...", "ended": "...",
@@ -15,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Error;
 use crate::ts::parse_ms;
@@ -23,36 +25,146 @@ use crate::ts::parse_ms;
 /// The file name in an evidence pack.
 pub const RUNS_FILE: &str = "runs.json";
 
-/// `runs.json`.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct RunsFile {
+/// `runs.json`: written by the runner as a run goes (after every step, atomically), read by the
+/// analysis. One type for both: every field the runner writes, each read leniently (a member
+/// absent in an older pack takes its default), unknown members ignored.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunsRecord {
+    #[serde(default)]
+    pub lab: String,
     /// The profile the lab ran with (`full`, `quick`).
     #[serde(default)]
     pub profile: String,
     /// `local` (localplane) or `azure`.
     #[serde(default)]
     pub target: String,
-    /// localplane's platform timings (`fast`, `recorded`); absent on Azure.
-    #[serde(default)]
-    pub localplane_timings: Option<String>,
-    /// Each app's emulator knobs (app → `localplane.*` tag → value); absent on Azure and in
-    /// packs written before the runner recorded them.
-    #[serde(default)]
-    pub localplane_knobs: Option<BTreeMap<String, BTreeMap<String, String>>>,
     #[serde(default)]
     pub started: String,
     #[serde(default)]
     pub ended: Option<String>,
+    /// True until the run ended normally (Ctrl-C or an error leave it true).
     #[serde(default)]
     pub incomplete: bool,
+    /// Why the run is incomplete, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
+    /// Duration scale applied to the schedule (1 = as the profile says; tests only).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub time_scale: f64,
+    /// localplane's platform timings the run's apps used (`fast`, `recorded`: the lab's
+    /// `localplane_timings`); absent on Azure, whose timings are its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub localplane_timings: Option<String>,
+    /// Each app's emulator knobs (app name → the `localplane.*` tags it sets; empty: every
+    /// behaviour as documented), so the report can name the semantics the run used; absent on
+    /// Azure and in packs written before the runner recorded them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub localplane_knobs: Option<BTreeMap<String, BTreeMap<String, String>>>,
     #[serde(default)]
-    pub steps: Vec<StepRec>,
-    /// Log rows the runner could not write (each one makes `data_complete` fail).
-    #[serde(default)]
+    pub steps: Vec<StepRecord>,
+    /// Log rows the run could not write (a full disk, a lost file): the run stays
+    /// `incomplete` and the analysis judges the pack `invalid` (precondition `data_complete`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub log_write_failures: Vec<LogWriteFailure>,
 }
 
-impl RunsFile {
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    (*x - 1.0).abs() < f64::EPSILON
+}
+
+/// One evidence file whose writes failed during the run (`log_write_failures[]`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogWriteFailure {
+    /// The file, relative to the pack (`logs/ContainerAppSystemLogs_CL.ndjson`).
+    #[serde(default)]
+    pub file: String,
+    /// The first error (`No space left on device (os error 28)`).
+    #[serde(default)]
+    pub error: String,
+    /// When the first write failed (RFC 3339, ms).
+    #[serde(default)]
+    pub first_failed_ts: String,
+    /// Rows of every failed write (each failed write is cut back to the last whole line; later
+    /// writes that succeed are kept).
+    #[serde(default)]
+    pub rows_lost: u64,
+}
+
+/// One step of the schedule.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub name: String,
+    #[serde(default)]
+    pub phase: String,
+    pub start: String,
+    #[serde(default)]
+    pub end: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturbation_id: Option<String>,
+    #[serde(default)]
+    pub runs: Vec<RunRecord>,
+    #[serde(default)]
+    pub actions: Vec<ActionRecord>,
+}
+
+/// One job execution of a step (a load, or the sampler).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The load's name, or `sampler`.
+    pub load: String,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<String>,
+    /// The execution's final status (`Succeeded`, `Failed`, ...), or why it did not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// For a sampler run: the 1-based event whose window it samples (its `run_id` is then that
+    /// event's perturbation id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<u32>,
+}
+
+/// One fired action (and its restore, when it has one).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ActionRecord {
+    /// 1-based event number within the step.
+    #[serde(default)]
+    pub event: u32,
+    /// `rollout`, `restart`, `dependency`, `dependency-restore`, `simulate`, `simulate-reset`,
+    /// `saturate`, `set-env`, ...
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub app: String,
+    /// When it was fired (RFC 3339, ms).
+    pub ts: String,
+    /// `ok` or `failed`.
+    #[serde(default)]
+    pub outcome: String,
+    /// The HTTP status of the answer, when there was one (an app's, or ARM's when it refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The ARM error code of a failed ARM action (`ContainerAppRevisionNotActive`, `Timeout`,
+    /// ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub dur_ms: u64,
+    #[serde(default)]
+    pub detail: String,
+    /// The event's own perturbation id, `<step>-event-<N>-<stamp>` (the `PERTURBATION_ID` of the
+    /// sampler run of that event's window); absent in packs written before per-event ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturbation_id: Option<String>,
+}
+
+impl RunsRecord {
     /// Where the run ran and with which platform timings, in words (report.md and report.html),
     /// or `None` when runs.json does not say (`target` absent).
     pub fn platform(&self) -> Option<String> {
@@ -111,87 +223,27 @@ fn semantics(knobs: Option<&BTreeMap<String, BTreeMap<String, String>>>) -> Stri
         format!("{documented}, except: {}", chosen.join("; "))
     }
 }
-
-/// A log file the runner failed to write to (`runs.json` `log_write_failures[]`).
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct LogWriteFailure {
-    /// Path relative to the pack.
-    #[serde(default)]
-    pub file: String,
-    #[serde(default)]
-    pub error: String,
-    #[serde(default)]
-    pub first_failed_ts: String,
-    #[serde(default)]
-    pub rows_lost: u64,
-}
-
-/// One step of the schedule.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct StepRec {
-    pub name: String,
-    #[serde(default)]
-    pub phase: String,
-    pub start: String,
-    #[serde(default)]
-    pub end: Option<String>,
-    #[serde(default)]
-    pub runs: Vec<RunRec>,
-    #[serde(default)]
-    pub actions: Vec<ActionRec>,
-}
-
-/// One load (or sampler) execution of a step.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct RunRec {
-    pub load: String,
-    pub run_id: String,
-    /// For a sampler execution of one event: its 1-based event number (its `run_id` is then
-    /// that event's perturbation id).
-    #[serde(default)]
-    pub event: Option<u32>,
-    /// The execution's final status, or why it did not start.
-    #[serde(default)]
-    pub status: Option<String>,
-}
-
-/// One fired action.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct ActionRec {
-    #[serde(default)]
-    pub event: u32,
-    #[serde(default)]
-    pub kind: String,
-    #[serde(default)]
-    pub app: String,
-    pub ts: String,
-    /// `ok` or `failed`.
-    #[serde(default)]
-    pub outcome: String,
-    #[serde(default)]
-    pub status: Option<u16>,
-    #[serde(default)]
-    pub dur_ms: u64,
-    #[serde(default)]
-    pub detail: String,
-    /// The event's own perturbation id (`<step>-event-<N>-<stamp>`); absent in packs written
-    /// before per-event ids.
-    #[serde(default)]
-    pub perturbation_id: Option<String>,
-}
-
-impl RunsFile {
+impl RunsRecord {
     /// Reads `runs.json`.
-    pub fn read(path: &Path) -> Result<RunsFile, Error> {
+    pub fn read(path: &Path) -> Result<RunsRecord, Error> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         Self::parse(&text).map_err(|e| Error::Internal(format!("{}: {e}", path.display())))
     }
 
-    pub fn parse(text: &str) -> Result<RunsFile, serde_json::Error> {
+    pub fn parse(text: &str) -> Result<RunsRecord, serde_json::Error> {
         serde_json::from_str(text)
     }
 
-    pub fn step(&self, name: &str) -> Option<&StepRec> {
+    /// Writes `runs.json` into the pack directory `pack`, atomically (temp file, then rename).
+    pub fn write(&self, pack: &Path) -> Result<(), Error> {
+        let path = pack.join(RUNS_FILE);
+        let mut b = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::Internal(format!("{}: {e}", path.display())))?;
+        b.push(b'\n');
+        crate::atomic::write_atomic(&path, &b)
+    }
+
+    pub fn step(&self, name: &str) -> Option<&StepRecord> {
         self.steps.iter().find(|s| s.name == name)
     }
 
@@ -204,7 +256,7 @@ impl RunsFile {
     }
 }
 
-impl StepRec {
+impl StepRecord {
     pub fn start_ms(&self) -> Option<i64> {
         parse_ms(&self.start)
     }
@@ -214,7 +266,7 @@ impl StepRec {
     }
 
     /// The sampler execution of event `n`, when the runner recorded one.
-    pub fn sampler_of(&self, n: u32) -> Option<&RunRec> {
+    pub fn sampler_of(&self, n: u32) -> Option<&RunRecord> {
         self.runs
             .iter()
             .find(|r| r.load == "sampler" && r.event == Some(n))
@@ -232,7 +284,7 @@ mod tests {
 
     #[test]
     fn reads_the_runner_names_and_ignores_extra_keys() {
-        let r = RunsFile::parse(
+        let r = RunsRecord::parse(
             r#"{"lab":"x","profile":"full","target":"local","started":"2026-01-01T00:00:00.000Z",
                 "ended":null,"incomplete":true,"time_scale":0.5,
                 "steps":[{"name":"s","phase":"s","start":"2026-01-01T00:00:10.000Z","end":null,
@@ -252,7 +304,7 @@ mod tests {
     #[test]
     fn platform_names_the_target_profile_and_timings() {
         let with = |extra: &str| {
-            RunsFile::parse(&format!(
+            RunsRecord::parse(&format!(
                 r#"{{"started":"2026-01-01T00:00:00.000Z",{extra}"steps":[]}}"#
             ))
             .unwrap()

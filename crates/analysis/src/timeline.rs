@@ -12,7 +12,7 @@ use crate::evidence::{Level, Statement};
 use crate::lab::LabFile;
 use crate::model::{Acc, FailedReq, SystemEvent};
 use crate::rule::BucketRow;
-use crate::runs::RunsFile;
+use crate::runs::RunsRecord;
 use crate::table::{Table, num};
 use crate::ts::{iso_ms, iso_s};
 use crate::verdict::{DEFAULT_HEADROOM_FACTOR, staircases};
@@ -664,7 +664,7 @@ fn attribute(
 
 /// Preflight headroom: every staircase step, the step at the lab's load rate and the step just
 /// below it (matched by rate), and their p50 ratio against the factor.
-pub fn headroom(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Table {
+pub fn headroom(acc: &Acc, lab: &LabFile, runs: Option<&RunsRecord>) -> Table {
     let factor = lab
         .preconditions
         .headroom_factor

@@ -24,7 +24,7 @@ use crate::events::Event;
 use crate::lab::LabFile;
 use crate::model::Acc;
 use crate::rule::{BucketRow, Rule, RunSummary, Streak};
-use crate::runs::RunsFile;
+use crate::runs::RunsRecord;
 use crate::strength::{self, Blindness, ErrorRate};
 use crate::ts::iso_s;
 
@@ -40,7 +40,7 @@ pub struct Ctx<'a> {
     pub q2: &'a [BucketRow],
     pub q2_name: &'a str,
     /// `runs.json`, or why there is none.
-    pub runs: Result<&'a RunsFile, &'a crate::NoRuns>,
+    pub runs: Result<&'a RunsRecord, &'a crate::NoRuns>,
     /// Q1's per-run summaries (with the bucket/req cross-check).
     pub summaries: &'a [RunSummary],
     /// Every fired event of `runs.json`, evaluated.
@@ -423,7 +423,7 @@ fn rates_text(v: &[(f64, Option<f64>)]) -> String {
 
 /// Every run with `step` lines, matched by rate: the step whose target rate is the lab's load
 /// rate, and the step with the highest rate below it.
-pub fn staircases(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Vec<Staircase> {
+pub fn staircases(acc: &Acc, lab: &LabFile, runs: Option<&RunsRecord>) -> Vec<Staircase> {
     let ids: BTreeSet<String> = acc
         .steps
         .iter()
@@ -511,7 +511,7 @@ pub fn staircases(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Vec<Stai
     out
 }
 
-fn headroom_gate(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Gate {
+fn headroom_gate(acc: &Acc, lab: &LabFile, runs: Option<&RunsRecord>) -> Gate {
     let required = lab.preconditions.headroom;
     let factor = lab
         .preconditions
@@ -588,7 +588,7 @@ fn headroom_gate(acc: &Acc, lab: &LabFile, runs: Option<&RunsFile>) -> Gate {
 fn perturbations_gate(
     events: &[Event],
     lab: &LabFile,
-    runs: Result<&RunsFile, &crate::NoRuns>,
+    runs: Result<&RunsRecord, &crate::NoRuns>,
 ) -> Gate {
     let required = lab.preconditions.perturbations_observed;
     let observed = events.iter().filter(|e| e.summary.observed).count();
@@ -662,7 +662,7 @@ fn perturbations_gate(
 /// What keeps the fired events from being the scheduled ones, each observed: steps missing
 /// from `runs.json`, steps that fired fewer events than scheduled, fewer events than expected in
 /// all, none at all, and every event not observed. Empty when nothing is missing.
-fn missing_events(events: &[Event], lab: &LabFile, runs: &RunsFile) -> Vec<String> {
+fn missing_events(events: &[Event], lab: &LabFile, runs: &RunsRecord) -> Vec<String> {
     let mut missing: Vec<String> = Vec::new();
     for s in lab.steps.iter().filter(|s| s.action.is_some()) {
         let Some(want) = s.events else { continue };
@@ -704,7 +704,7 @@ fn missing_events(events: &[Event], lab: &LabFile, runs: &RunsFile) -> Vec<Strin
 pub fn data_complete_gate(
     acc: &Acc,
     summaries: &[RunSummary],
-    runs: Result<&RunsFile, &crate::NoRuns>,
+    runs: Result<&RunsRecord, &crate::NoRuns>,
 ) -> Gate {
     let mut problems = Vec::new();
     let mut checks = Vec::new();

@@ -1,18 +1,18 @@
 //! The evidence pack a run writes into, and `runs.json`: what was started and fired, and when.
 //!
 //! `runs.json` is rewritten (atomically) after every step, so a run stopped half-way leaves a
-//! valid file marked `incomplete: true`.
+//! valid file marked `incomplete: true`; its types are the analysis's ([`RunsRecord`]), which
+//! reads it back through them.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use analysis::runs::{
+    ActionRecord, LogWriteFailure, RUNS_FILE, RunRecord, RunsRecord, StepRecord,
+};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use crate::RunError;
 
-/// The file name of the run record inside a pack.
-pub const RUNS_FILE: &str = "runs.json";
 /// The file recording which profile the lab ran with.
 pub const PROFILE_FILE: &str = "profile";
 
@@ -67,164 +67,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
     analysis::pack::write_atomic(path, bytes).map_err(RunError::from)
 }
 
-/// `runs.json`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunsRecord {
-    pub lab: String,
-    pub profile: String,
-    pub target: String,
-    pub started: String,
-    pub ended: Option<String>,
-    /// True until the run ended normally (Ctrl-C or an error leave it true).
-    pub incomplete: bool,
-    /// Why the run is incomplete, when it is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped_by: Option<String>,
-    /// Duration scale applied to the schedule (1 = as the profile says; tests only).
-    #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub time_scale: f64,
-    /// localplane's platform timings the run's apps used (`fast`, `recorded`: the lab's
-    /// `localplane_timings`); absent on Azure, whose timings are its own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub localplane_timings: Option<String>,
-    /// Each app's emulator knobs (app name → the `localplane.*` tags it sets; empty: every
-    /// behaviour as documented), so the report can name the semantics the run used; absent on
-    /// Azure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub localplane_knobs: Option<BTreeMap<String, BTreeMap<String, String>>>,
-    pub steps: Vec<StepRecord>,
-    /// Log rows the run could not write (a full disk, a lost file): the run stays
-    /// `incomplete` and the analysis judges the pack `invalid` (precondition `data_complete`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub log_write_failures: Vec<LogWriteFailure>,
-}
-
-/// One evidence file whose writes failed during the run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LogWriteFailure {
-    /// The file, relative to the pack (`logs/ContainerAppSystemLogs_CL.ndjson`).
-    pub file: String,
-    /// The first error (`No space left on device (os error 28)`).
-    pub error: String,
-    /// When the first write failed (RFC 3339, ms).
-    pub first_failed_ts: String,
-    /// Rows of every failed write (each failed write is cut back to the last whole line; later
-    /// writes that succeed are kept).
-    pub rows_lost: u64,
-}
-
-impl LogWriteFailure {
-    /// From localplane's record, with the path made relative to `pack` when it lies inside.
-    pub fn from_sink(f: &localplane::logsink::WriteFailure, pack: &Path) -> LogWriteFailure {
-        LogWriteFailure {
-            file: f
-                .file
-                .strip_prefix(pack)
-                .unwrap_or(&f.file)
-                .to_string_lossy()
-                .into_owned(),
-            error: f.error.clone(),
-            first_failed_ts: f.first_failed.to_rfc3339_ms(),
-            rows_lost: f.rows_lost,
-        }
-    }
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-fn is_one(x: &f64) -> bool {
-    (*x - 1.0).abs() < f64::EPSILON
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct StepRecord {
-    pub name: String,
-    pub phase: String,
-    pub start: String,
-    pub end: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub perturbation_id: Option<String>,
-    pub runs: Vec<RunRecord>,
-    pub actions: Vec<ActionRecord>,
-}
-
-/// One job execution of a step.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// The load's name, or `sampler`.
-    pub load: String,
-    pub run_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub job: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub execution: Option<String>,
-    /// The execution's final status (`Succeeded`, `Failed`, ...), or why it did not start.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// For a sampler run: the 1-based event whose window it samples (its `run_id` is that
-    /// event's perturbation id).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event: Option<u32>,
-}
-
-/// One fired action (and its restore, when it has one).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ActionRecord {
-    /// 1-based event number within the step.
-    pub event: u32,
-    /// `rollout`, `restart`, `dependency`, `dependency-restore`, `simulate`, `simulate-reset`,
-    /// `saturate`, `set-env`.
-    pub kind: String,
-    pub app: String,
-    /// When it was fired (RFC 3339, ms).
-    pub ts: String,
-    /// `ok` or `failed`.
-    pub outcome: String,
-    /// The HTTP status of the answer, when there was one (an app's, or ARM's when it refused).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    /// The ARM error code of a failed ARM action (`ContainerAppRevisionNotActive`, `Timeout`,
-    /// ...), from `arm::ArmError::code`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
-    pub dur_ms: u64,
-    pub detail: String,
-    /// The event's own perturbation id, `<step>-event-<N>-<stamp>` (the `PERTURBATION_ID` of
-    /// the sampler run of that event's window).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub perturbation_id: Option<String>,
-}
-
-impl RunsRecord {
-    /// Reads `runs.json` from a pack.
-    pub fn read(pack: &Path) -> Result<RunsRecord, RunError> {
-        let p = pack.join(RUNS_FILE);
-        let text = std::fs::read(&p).map_err(|e| RunError::io(&p, e))?;
-        serde_json::from_slice(&text).map_err(|e| {
-            RunError::io(
-                &p,
-                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
-            )
-        })
-    }
-
-    /// Writes `runs.json` into the pack atomically.
-    pub fn write(&self, pack: &Path) -> Result<(), RunError> {
-        let mut b = serde_json::to_vec_pretty(self).map_err(|e| {
-            RunError::io(
-                pack.join(RUNS_FILE),
-                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
-            )
-        })?;
-        b.push(b'\n');
-        write_atomic(&pack.join(RUNS_FILE), &b)
+/// A log-write failure of localplane's sink as `runs.json` records it, with the path made
+/// relative to `pack` when it lies inside.
+pub fn log_write_failure(f: &localplane::logsink::WriteFailure, pack: &Path) -> LogWriteFailure {
+    LogWriteFailure {
+        file: f
+            .file
+            .strip_prefix(pack)
+            .unwrap_or(&f.file)
+            .to_string_lossy()
+            .into_owned(),
+        error: f.error.clone(),
+        first_failed_ts: f.first_failed.to_rfc3339_ms(),
+        rows_lost: f.rows_lost,
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use chrono::TimeZone;
 
@@ -346,7 +208,7 @@ mod tests {
         assert!(runs[0].get("event").is_none(), "a load run has no event");
         assert_eq!(runs[1]["event"], 1);
         assert_eq!(runs[1]["run_id"], a["perturbation_id"]);
-        assert_eq!(RunsRecord::read(dir.path()).unwrap(), rec);
+        assert_eq!(RunsRecord::read(&dir.path().join(RUNS_FILE)).unwrap(), rec);
     }
 
     #[test]

@@ -1045,7 +1045,7 @@ fn record_log_failures(
     progress: &mut Progress,
 ) {
     for f in failures.snapshot() {
-        let f = pack::LogWriteFailure::from_sink(&f, pack);
+        let f = pack::log_write_failure(&f, pack);
         progress.line(&format!(
             "error: log rows lost: {}: {} (from {}; {} rows)",
             f.file, f.error, f.first_failed_ts, f.rows_lost

@@ -134,7 +134,7 @@ async fn a_full_disk_during_a_lab_is_recorded_and_the_manifest_verifies() {
         assert!(x.rows_lost > 0, "{x:?}");
         assert!(x.first_failed_ts.ends_with('Z'), "{x:?}");
     }
-    let runs = runner::pack::RunsRecord::read(&o.pack).unwrap();
+    let runs = runner::pack::RunsRecord::read(&o.pack.join(runner::pack::RUNS_FILE)).unwrap();
     assert_eq!(
         runs.log_write_failures, *f,
         "runs.json records the failures"

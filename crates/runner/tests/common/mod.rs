@@ -67,7 +67,7 @@ pub async fn run_quick(lab: &str, time_scale: f64) -> (runner::RunOutcome, Evide
 /// manifest verifies, report and verdict written.
 pub fn check_pack(lab: &str, o: &runner::RunOutcome) {
     assert!(!o.record.incomplete, "{lab}: the run is marked incomplete");
-    let runs = runner::pack::RunsRecord::read(&o.pack).unwrap();
+    let runs = runner::pack::RunsRecord::read(&o.pack.join(runner::pack::RUNS_FILE)).unwrap();
     assert_eq!(runs, o.record);
     for step in &runs.steps {
         for r in &step.runs {
