@@ -1,8 +1,8 @@
 //! A Container Apps job as the plane keeps it: its trigger and configuration (read from the
 //! resource's `properties.configuration` by [`parse_config`], the replica counts from the
-//! trigger's own config), its executions with their status,
-//! and the ARM JSON of both. Below `plane`, which stores jobs, and `jobs`, which serves and runs
-//! them.
+//! trigger's own config, what `replicaTimeout` bounds from the tag `localplane.replicaTimeout`),
+//! its executions with their status, and the ARM JSON of both. Below `plane`, which stores jobs,
+//! and `jobs`, which serves and runs them.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,10 +20,53 @@ pub enum Trigger {
     Schedule(Cron),
 }
 
+/// The termination grace of a job replica: SIGTERM, then SIGKILL 30 s later, whatever the
+/// template says. The job template has no `terminationGracePeriodSeconds` (the spec's
+/// `JobTemplate` is `initContainers`, `containers`, `volumes`), and a maintainer calls it "the
+/// 30-second hard timeout on job termination" (microsoft/azure-container-apps#1669), which the
+/// issue's author sees both "where the Replica Timeout is exceeded or the app job is manually
+/// suspended". docs/FIDELITY.md, "ARM API", rows "replicaTimeout" and "job termination grace".
+pub const TERMINATION_GRACE: Duration = Duration::from_secs(30);
+
+/// What `replicaTimeout` bounds: each replica from its own start (default: the spec's "Maximum
+/// number of seconds a replica is allowed to run", Learn's "The maximum time in seconds to wait
+/// for a replica to complete"), or the whole execution from its start, retries included, as a
+/// Kubernetes Job's `activeDeadlineSeconds` does (tag `localplane.replicaTimeout=execution`: the
+/// `DeadlineExceeded` / "Job was active longer than specified deadline" row users post,
+/// microsoft/azure-container-apps#986).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimeoutScope {
+    #[default]
+    Replica,
+    Execution,
+}
+
+/// `replica` (default) or `execution`: see [`TimeoutScope`].
+pub const TAG_REPLICA_TIMEOUT: &str = "localplane.replicaTimeout";
+
+impl TimeoutScope {
+    /// Reads the tag [`TAG_REPLICA_TIMEOUT`] from a job's `tags`.
+    pub fn from_tags(tags: Option<&Value>) -> Result<TimeoutScope, ArmError> {
+        match tags
+            .and_then(|t| t.get(TAG_REPLICA_TIMEOUT))
+            .and_then(Value::as_str)
+        {
+            None | Some("replica") => Ok(TimeoutScope::Replica),
+            Some("execution") => Ok(TimeoutScope::Execution),
+            Some(other) => Err(ArmError::bad_request(
+                "InvalidRequestContent",
+                format!("tag '{TAG_REPLICA_TIMEOUT}' must be replica or execution, got '{other}'"),
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobConfig {
     pub trigger: Trigger,
     pub replica_timeout: Duration,
+    /// Whether `replica_timeout` bounds each replica or the whole execution.
+    pub timeout_scope: TimeoutScope,
     pub retry_limit: u32,
     /// Replicas an execution runs at once (the trigger config's `parallelism`, default 1).
     pub parallelism: u32,
@@ -131,7 +174,9 @@ impl Job {
     }
 }
 
-pub fn parse_config(props: &Value) -> Result<JobConfig, ArmError> {
+/// The job's configuration from its `properties` and its `tags` (the localplane tags).
+pub fn parse_config(props: &Value, tags: Option<&Value>) -> Result<JobConfig, ArmError> {
+    let timeout_scope = TimeoutScope::from_tags(tags)?;
     let cfg = props
         .get("configuration")
         .filter(|c| c.is_object())
@@ -198,6 +243,7 @@ pub fn parse_config(props: &Value) -> Result<JobConfig, ArmError> {
     Ok(JobConfig {
         trigger,
         replica_timeout: Duration::from_secs(replica_timeout),
+        timeout_scope,
         retry_limit: u32::try_from(retry_limit).unwrap_or(u32::MAX),
         parallelism: count("parallelism")?,
         completions: count("replicaCompletionCount")?,
@@ -224,6 +270,37 @@ fn replica_count(section: Option<&Value>, name: &str, k: &str) -> Result<u32, Ar
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The configuration of a job without tags.
+    fn parse_config(props: &Value) -> Result<JobConfig, ArmError> {
+        super::parse_config(props, None)
+    }
+
+    #[test]
+    fn the_timeout_bounds_each_replica_unless_the_tag_says_execution() {
+        let props = json!({"configuration":{"triggerType":"Manual","replicaTimeout":60}});
+        let scope = |tags: Value| super::parse_config(&props, Some(&tags)).map(|c| c.timeout_scope);
+        assert_eq!(
+            parse_config(&props).unwrap().timeout_scope,
+            TimeoutScope::Replica
+        );
+        assert_eq!(scope(json!({})).unwrap(), TimeoutScope::Replica);
+        assert_eq!(
+            scope(json!({"localplane.replicaTimeout": "replica"})).unwrap(),
+            TimeoutScope::Replica
+        );
+        assert_eq!(
+            scope(json!({"localplane.replicaTimeout": "execution"})).unwrap(),
+            TimeoutScope::Execution
+        );
+        let e = scope(json!({"localplane.replicaTimeout": "job"})).unwrap_err();
+        assert_eq!(e.code, "InvalidRequestContent");
+        assert!(
+            e.message.contains("must be replica or execution"),
+            "{}",
+            e.message
+        );
+    }
 
     #[test]
     fn config_validation() {

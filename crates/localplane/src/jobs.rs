@@ -1,7 +1,8 @@
 //! Container Apps jobs: the ARM endpoints of jobs and executions, the cron scheduler of Schedule
 //! triggers, and the execution runner (`parallelism` replicas at once until
-//! `replicaCompletionCount` succeeded, `replicaTimeout`, `replicaRetryLimit`, the start-time
-//! template override). What a job is and how it is stored: [`crate::job`].
+//! `replicaCompletionCount` succeeded, `replicaTimeout` per replica or per execution,
+//! `replicaRetryLimit`, the fixed 30 s termination grace, the start-time template override).
+//! What a job is and how it is stored: [`crate::job`].
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -22,12 +23,15 @@ use tokio_util::sync::CancellationToken;
 use crate::cron::Cron;
 use crate::error::ArmError;
 use crate::handler::{ApiState, Origin, parse_body, valid_name, with_lro};
-use crate::job::{ExecState, ExecStatus, Execution, Job, JobConfig, Trigger, parse_config};
+use crate::job::{
+    ExecState, ExecStatus, Execution, Job, JobConfig, TERMINATION_GRACE, TimeoutScope, Trigger,
+    parse_config,
+};
 use crate::logsink::{Level, Owner};
 use crate::model::{TemplateSpec, merge_patch, parse_template};
 use crate::plane::{Plane, key, random_suffix};
 use crate::replica::stop_with_grace;
-use crate::runtime::{LABEL_MANAGED, LaunchSpec, Launched, wait_exit};
+use crate::runtime::{LABEL_MANAGED, LaunchSpec, Launched};
 
 fn job_not_found(name: &str, rg: &str) -> ArmError {
     ArmError::not_found("Microsoft.App/jobs", name, rg)
@@ -90,7 +94,7 @@ fn upsert_job(
         ArmError::bad_request("InvalidRequestContent", "'properties.template' is required")
     })?;
     parse_template(template, props.get("configuration"))?;
-    let config = parse_config(&props)?;
+    let config = parse_config(&props, body.get("tags"))?;
     let location = body
         .get("location")
         .and_then(Value::as_str)
@@ -479,7 +483,10 @@ enum ReplicaEnd {
 /// replicas at once, a new one while fewer than `replicaCompletionCount` have succeeded (so a
 /// failed replica is replaced), until the failures pass `replicaRetryLimit` (Failed: the
 /// replicas still running are stopped) or `replicaCompletionCount` replicas succeeded
-/// (Succeeded); its final status.
+/// (Succeeded); its final status. With the timeout per execution (tag
+/// `localplane.replicaTimeout=execution`), `replicaTimeout` after the start the execution is
+/// Failed with a `DeadlineExceeded` row, its replicas are stopped and none is started, retries
+/// left or not (a Job's `activeDeadlineSeconds` "takes precedence over its backoffLimit").
 async fn run_execution(
     plane: &Arc<Plane>,
     job: &str,
@@ -497,6 +504,8 @@ async fn run_execution(
     let give_up = cancel.child_token();
     let want = cfg.completions.max(1);
     let width = cfg.parallelism.max(1);
+    let execution_deadline = (cfg.timeout_scope == TimeoutScope::Execution)
+        .then(|| tokio::time::Instant::now() + cfg.replica_timeout);
     let run = Replicas {
         plane,
         names: (job, exec),
@@ -516,7 +525,25 @@ async fn run_execution(
             .collect();
     let (mut succeeded, mut failed) = (0u32, 0u32);
     let mut outcome = None;
-    while let Some(end) = running.next().await {
+    loop {
+        let end = tokio::select! {
+            end = running.next() => match end {
+                Some(end) => end,
+                None => break,
+            },
+            () = until(execution_deadline), if outcome.is_none() => {
+                ctx.sink.system(
+                    &owner,
+                    "",
+                    "DeadlineExceeded",
+                    Level::Warning,
+                    "Job was active longer than specified deadline".to_string(),
+                );
+                outcome = Some(ExecStatus::Failed);
+                give_up.cancel();
+                continue;
+            }
+        };
         match end {
             ReplicaEnd::Succeeded => succeeded += 1,
             ReplicaEnd::Failed => failed += 1,
@@ -547,6 +574,14 @@ async fn run_execution(
     })
 }
 
+/// Sleeps until `deadline`, forever without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// What every replica of one execution shares.
 struct Replicas<'a> {
     plane: &'a Arc<Plane>,
@@ -560,11 +595,11 @@ struct Replicas<'a> {
 }
 
 /// One replica's containers as launched: those running, whether one failed to start, and the
-/// instant its `replicaTimeout` ends.
+/// instant its own `replicaTimeout` ends (none when the timeout bounds the execution).
 struct Launch {
     running: Vec<(LaunchSpec, Launched)>,
     failed_launch: bool,
-    deadline: tokio::time::Instant,
+    deadline: Option<tokio::time::Instant>,
 }
 
 impl Replicas<'_> {
@@ -575,7 +610,8 @@ impl Replicas<'_> {
         }
         let (job, exec) = self.names;
         let replica = format!("{exec}-{}", random_suffix(5));
-        let deadline = tokio::time::Instant::now() + self.cfg.replica_timeout;
+        let deadline = (self.cfg.timeout_scope == TimeoutScope::Replica)
+            .then(|| tokio::time::Instant::now() + self.cfg.replica_timeout);
         let mut running = Vec::new();
         let mut failed_launch = false;
         for (idx, c) in self.spec.containers.iter().enumerate() {
@@ -603,26 +639,16 @@ impl Replicas<'_> {
         })
     }
 
-    /// Waits for a launched replica's containers until its `replicaTimeout` and removes them.
+    /// Waits for a launched replica's containers (until its own `replicaTimeout`, if it has
+    /// one) and removes them.
     async fn finish(&self, launch: Option<Launch>) -> ReplicaEnd {
         let Some(l) = launch else {
             return ReplicaEnd::Stopped;
         };
-        let (exits_ok, stopped) = wait_containers(
-            self.plane,
-            l.running,
-            l.deadline,
-            self.spec.grace,
-            self.cfg.replica_timeout,
-            self.cancel,
-        )
-        .await;
-        if stopped {
-            ReplicaEnd::Stopped
-        } else if exits_ok && !l.failed_launch {
-            ReplicaEnd::Succeeded
-        } else {
-            ReplicaEnd::Failed
+        match wait_containers(self.plane, l.running, l.deadline, self.cancel).await {
+            ReplicaWait::Stopped => ReplicaEnd::Stopped,
+            ReplicaWait::Exited { all_zero: true } if !l.failed_launch => ReplicaEnd::Succeeded,
+            ReplicaWait::Exited { .. } | ReplicaWait::TimedOut => ReplicaEnd::Failed,
         }
     }
 }
@@ -712,73 +738,94 @@ async fn launch_container(plane: &Plane, launch: &LaunchSpec) -> Option<Launched
     }
 }
 
-/// Waits for each running container of a job replica to exit, until `deadline`
-/// (`replica_timeout` after the replica began: stopped with the `grace` period, a
-/// `ReplicaTimeout` row) or a stop of the execution or of localplane; removes each. Returns
-/// whether every container exited 0 in time, and whether the execution was stopped.
+/// How the containers of one job replica ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReplicaWait {
+    /// Every container exited by itself; `all_zero` when each with code 0.
+    Exited { all_zero: bool },
+    /// The replica's own `replicaTimeout` passed first (it was stopped).
+    TimedOut,
+    /// The execution was stopped, given up or timed out as a whole, or localplane stopped.
+    Stopped,
+}
+
+/// Waits for every running container of a job replica to exit, until `deadline` (its
+/// `replicaTimeout`, Kubernetes' per-pod `activeDeadlineSeconds`: a `DeadlineExceeded` row in
+/// the kubelet's words) or a stop of the execution or of localplane; stops the containers still
+/// running (all at once, SIGTERM, then SIGKILL after [`TERMINATION_GRACE`], whatever the
+/// template's `terminationGracePeriodSeconds`), removes each, and writes its
+/// `ContainerTerminated` row.
 async fn wait_containers(
     plane: &Plane,
-    mut running: Vec<(LaunchSpec, Launched)>,
-    deadline: tokio::time::Instant,
-    grace: Duration,
-    replica_timeout: Duration,
+    running: Vec<(LaunchSpec, Launched)>,
+    deadline: Option<tokio::time::Instant>,
     cancel: &CancellationToken,
-) -> (bool, bool) {
+) -> ReplicaWait {
     let ctx = &plane.ctx;
-    let mut all_ok = true;
-    let mut stopped = false;
-    let mut timed_out = false;
-    for (launch, l) in &mut running {
-        let (owner, replica, cname) = (&launch.owner, &launch.replica, &launch.container);
+    let all_exited = futures::future::join_all(running.iter().map(|(_, l)| {
         let mut exit = l.exit.clone();
-        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let code = tokio::select! {
-            c = wait_exit(&mut exit, remaining) => c,
-            _ = cancel.cancelled() => { stopped = true; None }
-            _ = ctx.shutdown.cancelled() => { stopped = true; None }
-        };
-        let code = match code {
-            Some(c) => c,
-            None => {
-                if !stopped {
-                    timed_out = true;
-                    ctx.sink.system(
-                        owner,
-                        replica,
-                        "ReplicaTimeout",
-                        Level::Warning,
-                        format!(
-                            "Replica '{replica}' exceeded replicaTimeout of {} seconds",
-                            replica_timeout.as_secs()
-                        ),
-                    );
-                }
-                stop_with_grace(&ctx.runtime, &l.id, &mut exit, grace, &ctx.hurry).await
-            }
-        };
+        async move { exited(&mut exit).await }
+    }));
+    let end = tokio::select! {
+        codes = all_exited => ReplicaWait::Exited { all_zero: codes.iter().all(|c| *c == 0) },
+        () = until(deadline) => ReplicaWait::TimedOut,
+        () = cancel.cancelled() => ReplicaWait::Stopped,
+        () = ctx.shutdown.cancelled() => ReplicaWait::Stopped,
+    };
+    if end == ReplicaWait::TimedOut
+        && let Some((launch, _)) = running.first()
+    {
+        ctx.sink.system(
+            &launch.owner,
+            &launch.replica,
+            "DeadlineExceeded",
+            Level::Normal,
+            "Pod was active on the node longer than the specified deadline".to_string(),
+        );
+    }
+    futures::future::join_all(running.into_iter().map(|(launch, l)| async move {
+        let mut exit = l.exit.clone();
+        let code = stop_with_grace(
+            &ctx.runtime,
+            &l.id,
+            &mut exit,
+            TERMINATION_GRACE,
+            &ctx.hurry,
+        )
+        .await;
         ctx.runtime.remove(&l.id).await;
         ctx.sink.system(
-            owner,
-            replica,
+            &launch.owner,
+            &launch.replica,
             "ContainerTerminated",
             if code == 0 {
                 Level::Normal
             } else {
                 Level::Warning
             },
-            format!("Container '{cname}' was terminated with exit code '{code}'"),
+            format!(
+                "Container '{}' was terminated with exit code '{code}'",
+                launch.container
+            ),
         );
-        if code != 0 || timed_out {
-            all_ok = false;
-        }
+    }))
+    .await;
+    end
+}
+
+/// A container's exit code once it has exited (-1 if its runtime lost it without one).
+async fn exited(exit: &mut tokio::sync::watch::Receiver<Option<i64>>) -> i64 {
+    let code = exit.wait_for(Option::is_some).await.map(|c| *c);
+    match code {
+        Ok(code) => code.unwrap_or(-1),
+        Err(_) => exit.borrow().unwrap_or(-1),
     }
-    (all_ok, stopped)
 }
 
 /// Re-creates a job from the state file (see [`crate::persist`]).
 pub fn restore_job(plane: &Arc<Plane>, j: &Value) {
     let props = j.get("properties").cloned().unwrap_or(json!({}));
-    let Ok(config) = parse_config(&props) else {
+    let Ok(config) = parse_config(&props, j.get("tags")) else {
         tracing::warn!("skipping unparsable job in state file");
         return;
     };

@@ -381,6 +381,15 @@ async fn job_manual_timeout_and_stop() {
         status, "Failed",
         "replicaTimeout 2 s kills a process that never exits"
     );
+    let sys = lab.system_rows();
+    let deadline = sys
+        .iter()
+        .find(|r| r["ExecutionName_s"] == exec && r["Reason_s"] == "DeadlineExceeded")
+        .unwrap_or_else(|| panic!("{sys:?}"));
+    assert_eq!(
+        deadline["Log_s"],
+        "Pod was active on the node longer than the specified deadline"
+    );
 
     // A second execution, stopped by the API.
     let (_, _, v) = lab.call("POST", &format!("{}/start?{AV}", lab.job_url("sweep")), Some(json!({"containers": [{"name": "worker", "env": [{"name": "APP_NAME", "value": "override"}]}]}))).await;
@@ -420,5 +429,271 @@ async fn job_manual_timeout_and_stop() {
     );
     let console = lab.console_rows();
     assert!(console.iter().any(|r| r["JobName_s"] == "sweep"));
+    lab.stop().await;
+}
+
+/// A Manual job of one `subject` replica with these env vars, `replicaTimeout` and retries, the
+/// tags given, and a template grace of 2 s (which a job ignores: its grace is a fixed 30 s).
+fn subject_job(env: Value, timeout: u64, retries: u32, tags: Value) -> Value {
+    json!({
+        "location": "local",
+        "tags": tags,
+        "properties": {
+            "configuration": {"triggerType": "Manual", "replicaTimeout": timeout, "replicaRetryLimit": retries,
+                "manualTriggerConfig": {"parallelism": 1, "replicaCompletionCount": 1}},
+            "template": {"terminationGracePeriodSeconds": 2,
+                "containers": [{"name": "worker", "image": "probelab/subject:dev", "env": env}]}
+        }
+    })
+}
+
+/// PUTs job `name` and starts an execution; its name.
+async fn put_and_start(lab: &Lab, name: &str, body: Value) -> String {
+    let (code, h, v) = lab
+        .call("PUT", &format!("{}?{AV}", lab.job_url(name)), Some(body))
+        .await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(5)).await, "Succeeded");
+    let (code, _, v) = lab
+        .call("POST", &format!("{}/start?{AV}", lab.job_url(name)), None)
+        .await;
+    assert_eq!(code, 202, "{v}");
+    v["name"]
+        .as_str()
+        .expect("the execution's name")
+        .to_string()
+}
+
+/// The execution's status once it is no longer `Running` (within `limit`).
+async fn final_status(lab: &Lab, job: &str, exec: &str, limit: Duration) -> String {
+    eventually(limit, "execution ends", || async {
+        let (_, _, v) = lab
+            .call(
+                "GET",
+                &format!("{}/executions/{exec}?{AV}", lab.job_url(job)),
+                None,
+            )
+            .await;
+        let s = v["properties"]["status"].as_str()?.to_string();
+        (s != "Running").then_some(s)
+    })
+    .await
+}
+
+/// A row's `TimeGenerated`.
+fn at(row: &Value) -> chrono::DateTime<chrono::FixedOffset> {
+    let t = row["TimeGenerated"].as_str().expect("TimeGenerated");
+    chrono::DateTime::parse_from_rfc3339(t).expect("an RFC 3339 TimeGenerated")
+}
+
+/// The rows (console or system) of execution `exec`.
+fn of(rows: Vec<Value>, exec: &str) -> Vec<Value> {
+    rows.into_iter()
+        .filter(|r| r["ExecutionName_s"] == exec)
+        .collect()
+}
+
+/// A job replica's termination grace is a fixed 30 s, on a stop of the execution and at its
+/// `replicaTimeout` alike, whatever the template says (microsoft/azure-container-apps#1669: "The
+/// 30-second hard timeout on job termination"; the template here asks for 2 s). On each side
+/// of the boundary: a subject that drains 29 s after SIGTERM exits by itself (code 0); one that
+/// needs 31 s is SIGKILLed 30 s after SIGTERM (137).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_replicas_get_30_s_after_sigterm_whatever_the_template_says() {
+    let lab = Lab::process().await;
+    let drain = |s: u32| {
+        json!([{"name": "SHUTDOWN_MODE", "value": "drain"},
+               {"name": "SHUTDOWN_DRAIN_SECONDS", "value": s.to_string()}])
+    };
+    // (job, drain seconds, stopped by the API (else by a 3 s replicaTimeout), exit code).
+    let cases = [
+        ("stop-29", 29, true, 0),
+        ("stop-31", 31, true, 137),
+        ("timeout-29", 29, false, 0),
+        ("timeout-31", 31, false, 137),
+    ];
+    let mut execs = Vec::new();
+    for (job, secs, stopped, _) in cases {
+        let timeout = if stopped { 600 } else { 3 };
+        execs.push(put_and_start(&lab, job, subject_job(drain(secs), timeout, 0, json!({}))).await);
+    }
+    for ((job, _, stopped, _), exec) in cases.iter().zip(&execs) {
+        if !stopped {
+            continue;
+        }
+        // Stopped once the subject is up (its SIGTERM handler installed).
+        eventually(Duration::from_secs(20), "the subject started", || async {
+            of(lab.console_rows(), exec)
+                .iter()
+                .any(|r| {
+                    r["Log_s"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains("STARTUP_COMPLETE")
+                })
+                .then_some(())
+        })
+        .await;
+        let (code, _, _) = lab
+            .call(
+                "POST",
+                &format!("{}/executions/{exec}/stop?{AV}", lab.job_url(job)),
+                None,
+            )
+            .await;
+        assert_eq!(code, 200);
+    }
+    for ((job, secs, stopped, code), exec) in cases.iter().zip(&execs) {
+        let status = final_status(&lab, job, exec, Duration::from_secs(60)).await;
+        assert_eq!(status, if *stopped { "Stopped" } else { "Failed" }, "{job}");
+        let console = of(lab.console_rows(), exec);
+        let sigterm = console
+            .iter()
+            .find(|r| {
+                r["Log_s"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("SIGTERM_RECEIVED")
+            })
+            .unwrap_or_else(|| panic!("{job}: the subject saw SIGTERM: {console:?}"));
+        let sys = of(lab.system_rows(), exec);
+        let terminated = sys
+            .iter()
+            .find(|r| r["Reason_s"] == "ContainerTerminated")
+            .unwrap_or_else(|| panic!("{job}: {sys:?}"));
+        assert_eq!(
+            terminated["Log_s"],
+            format!("Container 'worker' was terminated with exit code '{code}'"),
+            "{job}: a {secs} s drain against the 30 s grace"
+        );
+        let took = (at(terminated) - at(sigterm)).num_milliseconds();
+        eprintln!("{job}: SIGTERM to ContainerTerminated {took} ms, exit {code}");
+        if *code == 0 {
+            assert!(
+                (28_500..30_000).contains(&took),
+                "{job}: exited by itself after {took} ms"
+            );
+        } else {
+            assert!(
+                (29_900..32_000).contains(&took),
+                "{job}: SIGKILL after {took} ms"
+            );
+        }
+        assert_eq!(
+            sys.iter().any(|r| r["Reason_s"] == "DeadlineExceeded"),
+            !stopped,
+            "{job}: {sys:?}"
+        );
+    }
+    lab.stop().await;
+}
+
+/// `replicaTimeout` bounds each replica by default (the spec: "Maximum number of seconds a
+/// replica is allowed to run"): a replica that never exits is stopped 3 s after it started with
+/// the kubelet's `DeadlineExceeded` row, and the retry gets its own 3 s. Under the tag
+/// `localplane.replicaTimeout=execution` it bounds the execution, as a Kubernetes Job's
+/// `activeDeadlineSeconds` (the row users post, microsoft/azure-container-apps#986): 3 s after
+/// the start the execution is Failed with "Job was active longer than specified deadline" and
+/// no retry starts, though `replicaRetryLimit` allows one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_timeout_bounds_each_replica_or_under_the_tag_the_execution() {
+    let lab = Lab::process().await;
+    let per_replica =
+        put_and_start(&lab, "per-replica", subject_job(json!([]), 3, 1, json!({}))).await;
+    let per_exec = put_and_start(
+        &lab,
+        "per-exec",
+        subject_job(
+            json!([]),
+            3,
+            1,
+            json!({"localplane.replicaTimeout": "execution"}),
+        ),
+    )
+    .await;
+    let started = tokio::time::Instant::now();
+    assert_eq!(
+        final_status(&lab, "per-exec", &per_exec, Duration::from_secs(40)).await,
+        "Failed"
+    );
+    assert_eq!(
+        final_status(&lab, "per-replica", &per_replica, Duration::from_secs(40)).await,
+        "Failed"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "two 3 s replicas, one after the other"
+    );
+
+    let replicas = |sys: &[Value]| {
+        let mut r: Vec<String> = sys
+            .iter()
+            .filter(|r| r["Reason_s"] == "ContainerStarted")
+            .map(|r| r["ReplicaName_s"].as_str().unwrap().to_string())
+            .collect();
+        r.dedup();
+        r
+    };
+    let sys = of(lab.system_rows(), &per_replica);
+    let deadlines: Vec<&Value> = sys
+        .iter()
+        .filter(|r| r["Reason_s"] == "DeadlineExceeded")
+        .collect();
+    assert_eq!(replicas(&sys).len(), 2, "the retry ran: {sys:?}");
+    assert_eq!(deadlines.len(), 2, "one per replica: {sys:?}");
+    for d in &deadlines {
+        assert_eq!(
+            d["Log_s"],
+            "Pod was active on the node longer than the specified deadline"
+        );
+        assert_eq!(d["Type_s"], "Normal");
+        assert!(replicas(&sys).contains(&d["ReplicaName_s"].as_str().unwrap().to_string()));
+    }
+    let span = (at(deadlines[1]) - at(deadlines[0])).num_milliseconds();
+    assert!(span >= 2_900, "the retry got its own 3 s: {span} ms");
+
+    let sys = of(lab.system_rows(), &per_exec);
+    assert_eq!(
+        replicas(&sys).len(),
+        1,
+        "no retry after the deadline: {sys:?}"
+    );
+    let deadlines: Vec<&Value> = sys
+        .iter()
+        .filter(|r| r["Reason_s"] == "DeadlineExceeded")
+        .collect();
+    assert_eq!(deadlines.len(), 1, "{sys:?}");
+    assert_eq!(
+        deadlines[0]["Log_s"],
+        "Job was active longer than specified deadline"
+    );
+    assert_eq!(deadlines[0]["Type_s"], "Warning");
+    assert_eq!(deadlines[0]["ReplicaName_s"], "");
+    assert!(
+        sys.iter().any(|r| r["Reason_s"] == "ContainerTerminated"),
+        "its replica was stopped: {sys:?}"
+    );
+
+    // A tag localplane does not know is refused with its name.
+    let (code, _, v) = lab
+        .call(
+            "PUT",
+            &format!("{}?{AV}", lab.job_url("bad-tag")),
+            Some(subject_job(
+                json!([]),
+                3,
+                0,
+                json!({"localplane.replicaTimeout": "pod"}),
+            )),
+        )
+        .await;
+    assert_eq!(code, 400, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("localplane.replicaTimeout"),
+        "{v}"
+    );
     lab.stop().await;
 }
