@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 22] = [
+const CATALOGUE: [&str; 23] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -21,6 +21,7 @@ const CATALOGUE: [&str; 22] = [
     "ingress-timeout",
     "ingress-timeout-swapped",
     "ingress-stream-idle",
+    "ingress-stream-idle-short-quiet",
     "canary-split",
     "canary-split-half",
     "blue-green-switch",
@@ -157,6 +158,37 @@ fn the_positive_control_differs_only_by_the_lie() {
     let env = &bad.app("subject").unwrap().env;
     assert_eq!(env["WARM_READY_LIES"], "true");
     assert_eq!(env["STARTUP_MODE"], "bind-early");
+}
+
+/// The stream-idle control is the lab with one change: its quiet stream sends its byte at 239 s,
+/// not 241 s (under the 240 s idle timeout, so the check that it is cut must fail). Beside it,
+/// only what names the file differs: title, question, source and the expected verdict.
+#[test]
+fn the_stream_idle_control_differs_only_by_the_quiet_stream() {
+    let lab = lab::load(&labs_dir().join("ingress-stream-idle.toml"), "quick").unwrap();
+    let control = lab::load(
+        &labs_dir().join("ingress-stream-idle-short-quiet.toml"),
+        "quick",
+    )
+    .unwrap();
+    assert_eq!(lab.hypothesis.expect.as_deref(), Some("held"));
+    assert_eq!(control.hypothesis.expect.as_deref(), Some("falsified"));
+    let mut twin = lab.clone();
+    twin.title.clone_from(&control.title);
+    twin.question.clone_from(&control.question);
+    twin.source.clone_from(&control.source);
+    twin.hypothesis
+        .expect
+        .clone_from(&control.hypothesis.expect);
+    let mut changed = 0;
+    for a in twin.load.iter_mut().flat_map(|l| l.also.iter_mut()) {
+        if a.contains("interval=241,") {
+            *a = a.replace("interval=241,", "interval=239,");
+            changed += 1;
+        }
+    }
+    assert_eq!(changed, 1, "the lab's quiet stream is quiet for 241 s");
+    assert_eq!(twin, control);
 }
 
 #[test]
