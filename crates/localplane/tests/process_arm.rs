@@ -13,33 +13,10 @@ fn readiness(period: u64) -> Value {
     json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": period, "failureThreshold": 2}])
 }
 
-async fn replicas(lab: &Lab, app: &str, rev: &str) -> Vec<Value> {
-    let (code, _, v) = lab
-        .call(
-            "GET",
-            &format!("{}/revisions/{rev}/replicas?{AV}", lab.app_url(app)),
-            None,
-        )
-        .await;
-    assert_eq!(code, 200, "{v}");
-    v["value"].as_array().cloned().unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arm_app_lifecycle_revisions_ingress() {
     let lab = Lab::process().await;
-    let env_url = format!(
-        "{}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env?{AV}",
-        lab.base
-    );
-    let (code, _, v) = lab
-        .call(
-            "PUT",
-            &env_url,
-            Some(json!({"location": "local", "properties": {}})),
-        )
-        .await;
-    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.put_env().await, 201);
 
     // Error shapes.
     let (code, _, v) = lab
@@ -107,7 +84,7 @@ async fn arm_app_lifecycle_revisions_ingress() {
     assert_eq!(r["runningState"], "RunningAtMaxScale");
 
     let reps = eventually(Duration::from_secs(20), "2 ready replicas", || async {
-        let r = replicas(&lab, app, &rev1).await;
+        let r = lab.replicas(app, &rev1).await;
         all_ready(&r, 2).then_some(r)
     })
     .await;
@@ -176,7 +153,8 @@ async fn arm_app_lifecycle_revisions_ingress() {
     .await;
 
     // Revision restart replaces the replicas one at a time.
-    let before: Vec<String> = replicas(&lab, app, &rev2)
+    let before: Vec<String> = lab
+        .replicas(app, &rev2)
         .await
         .iter()
         .map(|r| r["name"].as_str().unwrap().to_string())
@@ -193,7 +171,7 @@ async fn arm_app_lifecycle_revisions_ingress() {
         Duration::from_secs(30),
         "restarted replicas ready",
         || async {
-            let r = replicas(&lab, app, &rev2).await;
+            let r = lab.replicas(app, &rev2).await;
             (all_ready(&r, 2)
                 && r.iter()
                     .all(|x| !before.contains(&x["name"].as_str().unwrap().to_string())))
@@ -303,7 +281,7 @@ async fn liveness_timeout_kills_and_restarts() {
             .call("GET", &format!("{}/revisions?{AV}", lab.app_url(app)), None)
             .await;
         let rev = v["value"][0]["name"].as_str()?.to_string();
-        let reps = replicas(&lab, app, &rev).await;
+        let reps = lab.replicas(app, &rev).await;
         let rc = reps.first()?["properties"]["containers"][0]["restartCount"].as_u64()?;
         (rc >= 1).then_some(rc)
     })

@@ -41,18 +41,6 @@ async fn get_app(lab: &Lab, app: &str) -> Value {
     v
 }
 
-async fn replicas(lab: &Lab, app: &str, rev: &str) -> Vec<Value> {
-    let (code, _, v) = lab
-        .call(
-            "GET",
-            &format!("{}/revisions/{rev}/replicas?{AV}", lab.app_url(app)),
-            None,
-        )
-        .await;
-    assert_eq!(code, 200, "{v}");
-    v["value"].as_array().cloned().unwrap_or_default()
-}
-
 async fn revision(lab: &Lab, app: &str, rev: &str) -> Value {
     let (code, _, v) = lab
         .call(
@@ -106,7 +94,7 @@ async fn roll_out_behind_dependency(
         .unwrap()
         .to_owned();
     eventually(Duration::from_secs(30), "3 ready replicas", || async {
-        all_ready(&replicas(lab, name, &rev1).await, 3).then_some(())
+        all_ready(&lab.replicas(name, &rev1).await, 3).then_some(())
     })
     .await;
 
@@ -134,7 +122,7 @@ async fn roll_out_behind_dependency(
         Duration::from_secs(30),
         "the new revision's replicas started",
         || async {
-            let r = replicas(lab, name, &rev2).await;
+            let r = lab.replicas(name, &rev2).await;
             let started = r
                 .iter()
                 .all(|x| x["properties"]["runningState"] == "Running");
@@ -160,7 +148,7 @@ async fn roll_out_behind_dependency(
     let r = revision(lab, name, &rev2).await;
     assert_eq!(r["properties"]["trafficWeight"], 0, "{r}");
     assert_eq!(r["properties"]["provisioningState"], "Provisioning", "{r}");
-    assert_eq!(replicas(lab, name, &rev2).await.len(), unready);
+    assert_eq!(lab.replicas(name, &rev2).await.len(), unready);
 
     // The dependency recovers: the first response of the new revision, and what it ran then.
     put(lab, "dep", dependency(true)).await;
@@ -170,7 +158,7 @@ async fn roll_out_behind_dependency(
         || async { (served_by(lab, &fqdn).await.as_deref() == Some(rev2.as_str())).then_some(()) },
     )
     .await;
-    let at_switch = replicas(lab, name, &rev2).await;
+    let at_switch = lab.replicas(name, &rev2).await;
     let ready = at_switch
         .iter()
         .filter(|x| {
@@ -185,18 +173,7 @@ async fn roll_out_behind_dependency(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_revision_takes_the_traffic_once_it_runs_the_previous_count_ready() {
     let lab = Lab::process().await;
-    let env_url = format!(
-        "{}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env?{AV}",
-        lab.base
-    );
-    let (code, _, v) = lab
-        .call(
-            "PUT",
-            &env_url,
-            Some(json!({"location": "local", "properties": {}})),
-        )
-        .await;
-    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.put_env().await, 201);
 
     put(&lab, "dep", dependency(false)).await;
     let dep_fqdn = get_app(&lab, "dep").await["properties"]["configuration"]["ingress"]["fqdn"]

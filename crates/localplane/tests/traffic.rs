@@ -92,19 +92,8 @@ async fn tally(lab: &Lab, fqdn: &str, host: Option<&str>, n: usize) -> Vec<(Stri
 
 /// The environment's `defaultDomain` (its GET), after a PUT of environment `env`.
 async fn default_domain(lab: &Lab) -> String {
-    let url = format!(
-        "{}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env?{AV}",
-        lab.base
-    );
-    let (code, _, v) = lab
-        .call(
-            "PUT",
-            &url,
-            Some(json!({"location": "local", "properties": {}})),
-        )
-        .await;
-    assert!(code == 200 || code == 201, "{v}");
-    let (code, _, v) = lab.call("GET", &url, None).await;
+    lab.put_env().await;
+    let (code, _, v) = lab.call("GET", &lab.env_url(), None).await;
     assert_eq!(code, 200, "{v}");
     v["properties"]["defaultDomain"]
         .as_str()

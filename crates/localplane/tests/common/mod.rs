@@ -92,6 +92,40 @@ impl Lab {
         }
     }
 
+    /// The environment `env`'s ARM URL.
+    pub fn env_url(&self) -> String {
+        format!(
+            "{}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env?{AV}",
+            self.base
+        )
+    }
+
+    /// PUTs the environment `env` (201 the first time, 200 after).
+    pub async fn put_env(&self) -> u16 {
+        let (code, _, v) = self
+            .call(
+                "PUT",
+                &self.env_url(),
+                Some(serde_json::json!({"location": "local", "properties": {}})),
+            )
+            .await;
+        assert!(code == 200 || code == 201, "{code} {v}");
+        code
+    }
+
+    /// The replicas of revision `rev` of app `app`, as `GET .../replicas` lists them.
+    pub async fn replicas(&self, app: &str, rev: &str) -> Vec<Value> {
+        let (code, _, v) = self
+            .call(
+                "GET",
+                &format!("{}/revisions/{rev}/replicas?{AV}", self.app_url(app)),
+                None,
+            )
+            .await;
+        assert_eq!(code, 200, "{v}");
+        v["value"].as_array().cloned().unwrap_or_default()
+    }
+
     pub fn system_rows(&self) -> Vec<Value> {
         read_rows(
             &self
