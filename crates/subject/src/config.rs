@@ -17,6 +17,10 @@ pub const DEFAULT_PORT: u16 = 8080;
 pub const DEFAULT_APP_NAME: &str = "subject";
 pub const DEFAULT_DEPENDENCY_TIMEOUT_MS: u64 = 2000;
 pub const DEFAULT_MAX_REQUEST_SECONDS: f64 = 3600.0;
+/// `MAX_ALLOC_MIB` by default: the most memory a Consumption replica can have (8 GiB).
+pub const DEFAULT_MAX_ALLOC_MIB: u64 = 8192;
+/// The largest `MAX_ALLOC_MIB` accepted (64 GiB).
+pub const MAX_ALLOC_MIB_LIMIT: u64 = 65536;
 pub const DEFAULT_SHUTDOWN_DRAIN_SECONDS: &str = "10";
 
 /// What the process serves besides the common endpoints.
@@ -114,6 +118,8 @@ pub enum ValueError {
     Cv(String),
     #[error("{0:?} is not a positive number of seconds")]
     Seconds(String),
+    #[error("{0:?} is not a memory cap: use a whole number of MiB from 1 to 65536")]
+    AllocMib(String),
 }
 
 /// `MAX_CONCURRENCY`: a positive number, or `0` / `unlimited` / empty for no cap (returned as 0).
@@ -141,6 +147,14 @@ pub fn parse_cv(s: &str) -> Result<f64, ValueError> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=crate::capacity::MAX_CV).contains(&v) => Ok(v),
         _ => Err(ValueError::Cv(s.to_owned())),
+    }
+}
+
+/// `MAX_ALLOC_MIB`: a whole number of MiB, `1..=MAX_ALLOC_MIB_LIMIT`.
+pub fn parse_alloc_mib(s: &str) -> Result<u64, ValueError> {
+    match s.trim().parse::<u64>() {
+        Ok(v) if (1..=MAX_ALLOC_MIB_LIMIT).contains(&v) => Ok(v),
+        _ => Err(ValueError::AllocMib(s.to_owned())),
     }
 }
 
@@ -241,6 +255,9 @@ pub struct Config {
     /// Cap on `seconds` for `/delay`, `/slow` and `/cpu`.
     #[arg(long, env = "MAX_REQUEST_SECONDS", default_value_t = DEFAULT_MAX_REQUEST_SECONDS, value_parser = parse_positive_seconds)]
     pub max_request_seconds: f64,
+    /// Cap on the memory `/alloc` holds in all, MiB.
+    #[arg(long, env = "MAX_ALLOC_MIB", default_value_t = DEFAULT_MAX_ALLOC_MIB, value_parser = parse_alloc_mib)]
+    pub max_alloc_mib: u64,
 
     /// Dependency mode: does `/health` answer 200?
     #[arg(long, env = "DEPENDENCY_HEALTHY", default_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
@@ -326,6 +343,7 @@ impl Config {
             dependency_host: None,
             liveness_io_delay: Duration::ZERO,
             max_request_seconds: DEFAULT_MAX_REQUEST_SECONDS,
+            max_alloc_mib: DEFAULT_MAX_ALLOC_MIB,
             dependency_healthy: true,
             dependency_delay_ms: 0,
             dependency_fail_rate: 0.0,
@@ -414,6 +432,7 @@ impl Config {
             "dependency_host": self.dependency_host(),
             "liveness_io_delay_s": self.liveness_io_delay.as_secs_f64(),
             "max_request_seconds": self.max_request_seconds,
+            "max_alloc_mib": self.max_alloc_mib,
             "dependency_healthy": self.dependency_healthy,
             "dependency_delay_ms": self.dependency_delay_ms,
             "dependency_fail_rate": self.dependency_fail_rate,

@@ -1,7 +1,7 @@
 //! subject: the probelab app under test. One axum server covering every app of the original
 //! labs: startup modes, probe endpoints, dependency checks (and a dependency mode to check
-//! against), slow and CPU-heavy work, simulated zombie / deadlock / crash, a concurrency cap and
-//! three shutdown behaviours.
+//! against), slow and CPU-heavy work, memory it holds (`/alloc`), simulated zombie / deadlock /
+//! crash, a concurrency cap and three shutdown behaviours.
 //!
 //! [`run`] is the whole program (the binary only parses [`Config`]); [`run_with`] lets tests
 //! supply the termination signal and learn the bound address; [`routes::router`] is the router
@@ -12,6 +12,7 @@
 //! | `GET /` | `{status_code, status, app, revision, replica, generation, ...}`; 503 `warming` before startup; the `CAPACITY_RPS` model (see [`capacity`]), `REQUEST_DELAY_MS` sleep, `WORK_MS` CPU burn |
 //! | `GET /startup`, `/healthz`, `/ready`, `/readyz`, `/live`, `/livez` | probes: see [`probes`] |
 //! | `GET /delay?seconds=N`, `/slow?seconds=N`, `/cpu?seconds=N` | sleep / burn N s (`0..=MAX_REQUEST_SECONDS`) |
+//! | `GET /alloc?mib=N` | allocates N more MiB, writes every page so it is resident, keeps it; `{allocated_mib, held_mib, ...}`; N a whole number `0..=MAX_ALLOC_MIB`, the total held at most `MAX_ALLOC_MIB` (default 8192): see [`memory`] |
 //! | `GET /stream?seconds=N&interval=M` | 200 and its headers at once, then one byte `.` every M s, the body ending at N s (both up to `MAX_REQUEST_SECONDS`): see [`stream`] |
 //! | `GET /status[?code=N]` | `{zombie, deadlocked, inflight, started, ready, draining, uptime_s, revision, replica, generation}`, with status N (200..=599) |
 //! | `GET /dependency/health` (main mode) | checks `DEPENDENCY_URL`: 200 or 503 with `{ok, target, status, dur_ms, error}`; 409 when unset |
@@ -27,6 +28,7 @@ pub mod config;
 pub mod dependency;
 pub mod dependency_client;
 pub mod http;
+pub mod memory;
 pub mod probes;
 pub mod routes;
 pub mod shutdown;

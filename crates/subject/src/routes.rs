@@ -1,5 +1,5 @@
 //! The router: every endpoint, the middleware stack, and the workload handlers (`/`, `/status`,
-//! `/delay`, `/slow`, `/cpu`; `/stream` is [`crate::stream`]).
+//! `/delay`, `/slow`, `/cpu`, `/alloc`; `/stream` is [`crate::stream`]).
 //!
 //! Middleware, outermost first: request log (`REQUEST_END`) → identity headers and, while
 //! draining, `Connection: close` → JSON `{error}` bodies for every 4xx/5xx → `MAX_CONCURRENCY`
@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use crate::config::{AppMode, LogRequests};
 use crate::http::{error_response, query_param};
 use crate::state::AppState;
-use crate::{concurrency, dependency, probes, simulate, stream};
+use crate::{concurrency, dependency, memory, probes, simulate, stream};
 
 /// The whole router for `state`'s mode, middleware included.
 pub fn router(state: AppState) -> Router {
@@ -55,6 +55,7 @@ pub fn router(state: AppState) -> Router {
         .route("/delay", get(delay))
         .route("/slow", get(delay))
         .route("/cpu", get(cpu))
+        .route("/alloc", get(alloc))
         .route(stream::PATH, get(stream::stream));
     app = match state.cfg().app_mode {
         AppMode::Main => app.route("/dependency/health", get(dependency::dependency_health)),
@@ -269,6 +270,29 @@ async fn cpu(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
     Json(serde_json::json!({
         "status": "ok",
         "burned_s": d.as_secs_f64(),
+        "revision": state.0.id.revision,
+        "replica": state.0.id.replica,
+    }))
+    .into_response()
+}
+
+/// `GET /alloc?mib=N`: hold N more MiB, resident ([`crate::memory`]), then answer the total.
+async fn alloc(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
+    let max = state.cfg().max_alloc_mib;
+    let held = &state.0.memory;
+    let n =
+        match memory::parse_mib(q.as_deref(), max).and_then(|n| held.reserve(n, max).map(|()| n)) {
+            Ok(n) => n,
+            Err(e) => return error_response(StatusCode::BAD_REQUEST, &e.to_string()),
+        };
+    if held.hold(n).await.is_err() {
+        return error_response(StatusCode::INTERNAL_SERVER_ERROR, "allocation failed");
+    }
+    Json(serde_json::json!({
+        "status": "ok",
+        "allocated_mib": n,
+        "held_mib": held.mib(),
+        "max_alloc_mib": max,
         "revision": state.0.id.revision,
         "replica": state.0.id.replica,
     }))

@@ -55,6 +55,8 @@ pub struct Inner {
     pub dependency: Mutex<DependencySettings>,
     pub client: DependencyClient,
     pub exit: ExitFn,
+    /// What `/alloc` holds ([`crate::memory`]).
+    pub memory: crate::memory::Held,
 }
 
 impl AppState {
@@ -91,6 +93,7 @@ impl AppState {
             dependency: Mutex::new(dependency),
             client,
             exit,
+            memory: crate::memory::Held::default(),
             cfg,
         }))
     }

@@ -26,6 +26,7 @@ const KNOWN: &[&str] = &[
     "/delay",
     "/slow",
     "/cpu",
+    "/alloc",
     "/health",
     "/dependency/health",
     "/admin/dependency",
@@ -55,7 +56,10 @@ fn query() -> impl Strategy<Value = Option<String>> {
     ];
     prop_oneof![
         Just(None),
-        (proptest::sample::select(&["seconds", "code", "x"][..]), num)
+        (
+            proptest::sample::select(&["seconds", "code", "mib", "x"][..]),
+            num
+        )
             .prop_map(|(k, v)| Some(format!("{k}={v}"))),
         "[a-zA-Z0-9=&%+._-]{0,30}".prop_map(Some),
     ]
@@ -118,6 +122,8 @@ proptest! {
         cfg.app_mode = if dependency_mode { AppMode::Dependency } else { AppMode::Main };
         cfg.simulate_token = Some(Secret::new("t"));
         cfg.max_request_seconds = 0.05;
+        // `/alloc` holds at most this much per router (each case builds its own).
+        cfg.max_alloc_mib = 4;
         let exits = Arc::new(std::sync::Mutex::new(Vec::new()));
         let e = exits.clone();
         let state = AppState::started(cfg, Arc::new(move |c| e.lock().unwrap().push(c)));

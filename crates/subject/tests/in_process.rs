@@ -61,6 +61,14 @@ async fn bad_input_gets_4xx_with_a_json_error() {
         (&app, "GET", "/delay?seconds=inf", "", 400),
         (&app, "GET", "/slow?seconds=1e400", "", 400),
         (&app, "GET", "/cpu?seconds=", "", 400),
+        (&app, "GET", "/alloc", "", 400),
+        (&app, "GET", "/alloc?mib=", "", 400),
+        (&app, "GET", "/alloc?mib=-1", "", 400),
+        (&app, "GET", "/alloc?mib=1.5", "", 400),
+        (&app, "GET", "/alloc?mib=abc", "", 400),
+        (&app, "GET", "/alloc?mib=8193", "", 400),
+        (&app, "GET", "/alloc?mib=99999999999999999999999", "", 400),
+        (&app, "POST", "/alloc?mib=1", "", 405),
         (&app, "GET", "/status?code=600", "", 400),
         (&app, "GET", "/status?code=199", "", 400),
         (&app, "GET", "/status?code=abc", "", 400),
@@ -238,6 +246,45 @@ async fn request_delay_work_cpu_and_liveness_io_delay_take_their_time() {
         d < Duration::from_millis(100),
         "readiness has no IO delay: {d:?}"
     );
+}
+
+/// This process's resident set, MiB (`VmRSS` of `/proc/self/status`).
+fn rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb / 1024
+}
+
+/// `/alloc` holds what it allocated, resident (the process's RSS grows by it), adds up across
+/// calls, and refuses a call that would pass `MAX_ALLOC_MIB` without allocating anything.
+#[tokio::test]
+async fn alloc_holds_resident_memory_up_to_the_cap() {
+    let mut cfg = Config::defaults();
+    cfg.max_alloc_mib = 96;
+    let app = router(cfg);
+    let before = rss_mib();
+    let (s, v) = call(&app, "GET", "/alloc?mib=64", "").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["allocated_mib"], 64);
+    assert_eq!(v["held_mib"], 64);
+    assert_eq!(v["max_alloc_mib"], 96);
+    let grown = rss_mib().saturating_sub(before);
+    assert!(grown >= 60, "RSS grew by {grown} MiB for 64 MiB held");
+    let (s, v) = call(&app, "GET", "/alloc?mib=32", "").await;
+    assert_eq!((s.as_u16(), v["held_mib"].as_u64()), (200, Some(96)), "{v}");
+    // At the cap: one more MiB is refused, 0 only reports.
+    let (s, v) = call(&app, "GET", "/alloc?mib=1", "").await;
+    assert_eq!(s, 400, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("MAX_ALLOC_MIB"),
+        "{v}"
+    );
+    let (s, v) = call(&app, "GET", "/alloc?mib=0", "").await;
+    assert_eq!((s.as_u16(), v["held_mib"].as_u64()), (200, Some(96)), "{v}");
 }
 
 #[tokio::test]
