@@ -234,6 +234,12 @@ async fn upsert_app(
     let plane = &s.plane;
     let mut guard = plane.lock();
     let st = &mut *guard;
+    // The template's total (sidecars included) against the environment's plan.
+    let plan = crate::resources::plan_for(
+        |k| st.envs.get(k).map(|e| &e.properties),
+        Some(&parsed.props),
+    );
+    crate::resources::check_total(parsed.spec.resources(), plan)?;
     let k = key(name);
     let creating = !st.apps.contains_key(&k);
     if creating && is_patch {
@@ -437,6 +443,9 @@ fn parse_app_body(mut body: Value) -> Result<AppBody, ArmError> {
     crate::model::strip_nulls(&mut body);
     if let Some(props) = body.get_mut("properties") {
         crate::traffic::normalize_raw_weights(props)?;
+        if let Some(t) = props.get_mut("template") {
+            crate::resources::normalize_template(t)?;
+        }
     }
     let Some(props) = body.get("properties").filter(|p| p.is_object()) else {
         return Err(ArmError::bad_request(
@@ -828,10 +837,12 @@ mod tests {
     fn the_spec_example_put_body_is_accepted_and_stored_whole() {
         let body = spec_put_body();
         let parsed = parse_app_body(body.clone()).expect("the spec's own example is valid");
-        assert_eq!(
-            parsed.props, body["properties"],
-            "stored as sent, unknown fields and all"
-        );
+        // As sent, but with `resources` as a GET shows them: the example's container has none,
+        // so Azure's defaults.
+        let mut sent = body["properties"].clone();
+        sent["template"]["containers"][0]["resources"] =
+            json!({"cpu": 0.5, "memory": "1Gi", "ephemeralStorage": "2Gi"});
+        assert_eq!(parsed.props, sent, "stored as sent, unknown fields and all");
         let scale = &parsed.props["template"]["scale"];
         assert_eq!(scale["rules"][0]["custom"]["type"], "http");
         let cfg = &parsed.props["configuration"];

@@ -83,18 +83,7 @@ fn upsert_job(
             format!("Invalid job name '{name}'."),
         ));
     }
-    let props = body
-        .get("properties")
-        .filter(|p| p.is_object())
-        .cloned()
-        .ok_or_else(|| {
-            ArmError::bad_request("InvalidRequestContent", "'properties' is required")
-        })?;
-    let template = props.get("template").ok_or_else(|| {
-        ArmError::bad_request("InvalidRequestContent", "'properties.template' is required")
-    })?;
-    parse_template(template, props.get("configuration"))?;
-    let config = parse_config(&props, body.get("tags"))?;
+    let (props, config) = job_properties(&s.plane, &body)?;
     let location = body
         .get("location")
         .and_then(Value::as_str)
@@ -208,6 +197,32 @@ pub async fn delete_job(
     ))
 }
 
+/// A job body's `properties` and configuration, checked: the template with its `resources` as a
+/// GET shows them, its containers' total (sidecars included) held to the plan of the
+/// environment it names.
+fn job_properties(plane: &Plane, body: &Value) -> Result<(Value, JobConfig), ArmError> {
+    let mut props = body
+        .get("properties")
+        .filter(|p| p.is_object())
+        .cloned()
+        .ok_or_else(|| {
+            ArmError::bad_request("InvalidRequestContent", "'properties' is required")
+        })?;
+    let template = props.get_mut("template").ok_or_else(|| {
+        ArmError::bad_request("InvalidRequestContent", "'properties.template' is required")
+    })?;
+    crate::resources::normalize_template(template)?;
+    let spec = parse_template(&props["template"], props.get("configuration"))?;
+    {
+        let st = plane.lock();
+        let plan =
+            crate::resources::plan_for(|k| st.envs.get(k).map(|e| &e.properties), Some(&props));
+        crate::resources::check_total(spec.resources(), plan)?;
+    }
+    let config = parse_config(&props, body.get("tags"))?;
+    Ok((props, config))
+}
+
 /// Applies a `JobExecutionTemplate` override: containers are matched by name and merged
 /// (JSON merge-patch), unmatched ones are added; `initContainers` replace the job's.
 fn apply_override(template: &Value, over: &Value) -> Value {
@@ -271,11 +286,17 @@ pub async fn start_job(
             .get(&key(&name))
             .ok_or_else(|| job_not_found(&name, &rg))?;
         let template = j.properties.get("template").cloned().unwrap_or(json!({}));
-        let template = match &over {
+        let mut template = match &over {
             Some(o) => apply_override(&template, o),
             None => template,
         };
-        parse_template(&template, j.properties.get("configuration"))?;
+        crate::resources::normalize_template(&mut template)?;
+        let spec = parse_template(&template, j.properties.get("configuration"))?;
+        let plan = crate::resources::plan_for(
+            |k| st.envs.get(k).map(|e| &e.properties),
+            Some(&j.properties),
+        );
+        crate::resources::check_total(spec.resources(), plan)?;
         drop(st);
         let exec = start_execution(&plane, &name, template)?;
         let st = plane.lock();
@@ -626,6 +647,7 @@ impl Replicas<'_> {
                 labels: execution_labels(job, exec, &replica),
                 primary: idx == 0,
                 peers: self.plane.peers(),
+                resources: c.resources,
             };
             match launch_container(self.plane, &launch).await {
                 Some(l) => running.push((launch, l)),

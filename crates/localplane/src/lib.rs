@@ -23,6 +23,7 @@ pub mod persist;
 pub mod plane;
 pub mod prober;
 pub mod replica;
+pub mod resources;
 pub mod retention;
 pub mod routes;
 pub mod runtime;

@@ -74,6 +74,8 @@ pub struct ContainerSpec {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub probes: Vec<Probe>,
+    /// `resources`, with Container Apps' defaults for what is left out ([`crate::resources`]).
+    pub resources: crate::resources::Resources,
 }
 
 impl ContainerSpec {
@@ -97,6 +99,12 @@ impl TemplateSpec {
     /// once the revision serves traffic).
     pub fn replica_count(&self) -> u32 {
         self.scale.initial_replicas()
+    }
+
+    /// The CPU and memory of one replica: every container's, sidecars included (what Learn's
+    /// combinations constrain and what the environment's cores quota counts).
+    pub fn resources(&self) -> crate::resources::Resources {
+        crate::resources::total(self.containers.iter().map(|c| c.resources))
     }
 }
 
@@ -331,6 +339,7 @@ pub fn parse_container(
         }
         probes.push(probe);
     }
+    let resources = crate::resources::container_resources(v.resources.as_ref(), &name)?;
     Ok(ContainerSpec {
         name,
         image,
@@ -338,6 +347,7 @@ pub fn parse_container(
         args: v.args.clone().unwrap_or_default(),
         env,
         probes,
+        resources,
     })
 }
 

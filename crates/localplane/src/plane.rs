@@ -683,6 +683,7 @@ impl Plane {
                 labels,
                 primary: idx == 0,
                 peers: peers.clone(),
+                resources: c.resources,
             };
             let ctx = self.sup_ctx(app.notify.clone(), app.knobs.timings);
             let grace = rev.spec.grace;
@@ -1449,6 +1450,7 @@ mod tests {
             args: vec![],
             env: vec![],
             probes: vec![],
+            resources: crate::resources::Resources::DEFAULT,
         }
     }
 

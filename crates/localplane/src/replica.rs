@@ -607,6 +607,7 @@ mod tests {
             args: vec![],
             env: vec![],
             probes: vec![],
+            resources: crate::resources::Resources::DEFAULT,
         };
         let owner = Owner::App {
             app: "a".into(),
@@ -624,6 +625,7 @@ mod tests {
             labels: Default::default(),
             primary: true,
             peers: vec![],
+            resources: crate::resources::Resources::DEFAULT,
         };
         let t0 = tokio::time::Instant::now();
         let task = tokio::spawn(supervise(

@@ -83,6 +83,17 @@ async fn forward_exit(
                 .unwrap_or(-1)
         }
     };
+    // The kernel's OOM killer leaves exit code 137 (SIGKILL) like any other kill; the engine
+    // tells them apart. Container Apps writes the same row for both (docs/FIDELITY.md).
+    let oom = docker
+        .inspect_container(&id, None)
+        .await
+        .ok()
+        .and_then(|c| c.state.and_then(|s| s.oom_killed))
+        .unwrap_or(false);
+    if oom {
+        tracing::warn!(container = %id, code, "container OOMKilled: its memory limit was reached");
+    }
     tx.send_replace(Some(code));
 }
 
@@ -469,6 +480,12 @@ impl DockerRuntime {
                 network_mode: Some(self.network.clone()),
                 extra_hosts: Some(extra_hosts),
                 init: Some(false),
+                // The container's `resources` as its limits, as Container Apps applies them to
+                // the replica: CPU throttled past `cpu`, the OOM killer past `memory`; swap as
+                // large as the memory (`MemorySwap` is memory plus swap), so none.
+                nano_cpus: Some(spec.resources.nano_cpus()),
+                memory: Some(spec.resources.memory_bytes()),
+                memory_swap: Some(spec.resources.memory_bytes()),
                 ..Default::default()
             }),
             networking_config: Some(NetworkingConfig {

@@ -63,6 +63,9 @@ pub struct LaunchSpec {
     pub primary: bool,
     /// App names the container should resolve to the environment ingress (Docker runtime).
     pub peers: Vec<String>,
+    /// The container's CPU and memory: its limits on Docker (`NanoCpus`, `Memory`, no swap);
+    /// the process runtime cannot apply them and does not.
+    pub resources: crate::resources::Resources,
 }
 
 /// A started container.
