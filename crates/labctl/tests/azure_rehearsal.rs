@@ -171,6 +171,7 @@ impl Stage {
         let lp_dir = dir.join("localplane");
         let lp = localplane::start_with_access(
             localplane::LocalplaneConfig {
+                max_replicas: localplane::quota::DEFAULT_MAX_REPLICAS,
                 tls: false,
                 listen: SocketAddr::from(([127, 0, 0, 1], 0)),
                 state_dir: lp_dir.join("state"),

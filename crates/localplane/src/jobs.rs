@@ -478,11 +478,12 @@ pub fn start_execution(
     }
     let cfg = job.config.clone();
     let name = job.name.clone();
+    let env = crate::resources::environment_key(Some(&job.properties));
     drop(st);
     let plane2 = plane.clone();
     let exec2 = exec_name.clone();
     plane.ctx.tracker.spawn(async move {
-        let status = run_execution(&plane2, &name, &exec2, &spec, &cfg, &cancel).await;
+        let status = run_execution(&plane2, (&name, &exec2), &env, &spec, &cfg, &cancel).await;
         if let Ok(mut s) = state.lock() {
             s.status = status;
             s.end = Some(Timestamp::now());
@@ -508,10 +509,13 @@ enum ReplicaEnd {
 /// `localplane.replicaTimeout=execution`), `replicaTimeout` after the start the execution is
 /// Failed with a `DeadlineExceeded` row, its replicas are stopped and none is started, retries
 /// left or not (a Job's `activeDeadlineSeconds` "takes precedence over its backoffLimit").
+/// Each replica holds a lease of the quotas in environment `env` ([`crate::quota`]): the first
+/// replicas start all or none (then the execution fails, with the refusal's system row), and a
+/// replacement that does not fit counts as failed.
 async fn run_execution(
     plane: &Arc<Plane>,
-    job: &str,
-    exec: &str,
+    (job, exec): (&str, &str),
+    env: &str,
     spec: &TemplateSpec,
     cfg: &JobConfig,
     cancel: &CancellationToken,
@@ -535,10 +539,15 @@ async fn run_execution(
         owner: &owner,
         arm: &arm,
         cancel: &give_up,
+        env,
+    };
+    let leases = match run.leases(width.min(want)) {
+        Some(l) => l,
+        None => return ExecStatus::Failed,
     };
     // The first replicas all start before any is waited for (one whose start fails must not
     // keep the others from starting); a replacement starts and runs on its own.
-    let first = futures::future::join_all((0..width.min(want)).map(|_| run.launch())).await;
+    let first = futures::future::join_all(leases.into_iter().map(|l| run.launch(l))).await;
     let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = ReplicaEnd> + Send + '_>>> =
         first
             .into_iter()
@@ -583,7 +592,10 @@ async fn run_execution(
         let needed = want.saturating_sub(succeeded).min(width);
         while u32::try_from(running.len()).unwrap_or(u32::MAX) < needed {
             running.push(Box::pin(async {
-                let l = run.launch().await;
+                let Some(lease) = run.leases(1).and_then(|mut l| l.pop()) else {
+                    return ReplicaEnd::Failed;
+                };
+                let l = run.launch(lease).await;
                 run.finish(l).await
             }));
         }
@@ -613,19 +625,41 @@ struct Replicas<'a> {
     owner: &'a Owner,
     arm: &'a str,
     cancel: &'a CancellationToken,
+    /// The job's environment (its key), whose cores quota the replicas count against.
+    env: &'a str,
 }
 
 /// One replica's containers as launched: those running, whether one failed to start, and the
-/// instant its own `replicaTimeout` ends (none when the timeout bounds the execution).
+/// instant its own `replicaTimeout` ends (none when the timeout bounds the execution), and its
+/// lease of the quotas.
 struct Launch {
     running: Vec<(LaunchSpec, Launched)>,
     failed_launch: bool,
     deadline: Option<tokio::time::Instant>,
+    lease: crate::quota::Lease,
 }
 
 impl Replicas<'_> {
+    /// Leases for `n` replicas, or `None` after writing the refusal's system row.
+    fn leases(&self, n: u32) -> Option<Vec<crate::quota::Lease>> {
+        let cores = u64::from(self.spec.resources().cpu);
+        match self.plane.quota.take(self.env, cores, n) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                self.plane.ctx.sink.system(
+                    self.owner,
+                    "",
+                    crate::quota::REASON,
+                    Level::Warning,
+                    e.to_string(),
+                );
+                None
+            }
+        }
+    }
+
     /// Starts a new replica's containers (none once the execution is stopped or given up).
-    async fn launch(&self) -> Option<Launch> {
+    async fn launch(&self, lease: crate::quota::Lease) -> Option<Launch> {
         if self.cancel.is_cancelled() {
             return None;
         }
@@ -658,6 +692,7 @@ impl Replicas<'_> {
             running,
             failed_launch,
             deadline,
+            lease,
         })
     }
 
@@ -667,6 +702,8 @@ impl Replicas<'_> {
         let Some(l) = launch else {
             return ReplicaEnd::Stopped;
         };
+        // Given back once the replica's containers are gone.
+        let _lease = l.lease;
         match wait_containers(self.plane, l.running, l.deadline, self.cancel).await {
             ReplicaWait::Stopped => ReplicaEnd::Stopped,
             ReplicaWait::Exited { all_zero: true } if !l.failed_launch => ReplicaEnd::Succeeded,

@@ -22,6 +22,7 @@ pub mod parity;
 pub mod persist;
 pub mod plane;
 pub mod prober;
+pub mod quota;
 pub mod replica;
 pub mod resources;
 pub mod retention;
@@ -57,6 +58,9 @@ pub struct LocalplaneConfig {
     /// Also speak HTTPS on `listen` (the same port), with the CA and server certificate of
     /// `<state_dir>/tls` ([`tls::LocalCa`]): what the az CLI and the Azure SDKs need.
     pub tls: bool,
+    /// Replicas (of apps and job executions) running on this host at most: past it none is
+    /// started, with the quota error ([`quota`]; [`quota::DEFAULT_MAX_REPLICAS`] by default).
+    pub max_replicas: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -131,6 +135,7 @@ pub async fn start_with_access(cfg: LocalplaneConfig, access: Access) -> Result<
         tracker: TaskTracker::new(),
         base_url,
         state_dir: cfg.state_dir.clone(),
+        max_replicas: cfg.max_replicas,
     });
     persist::restore(&plane)?;
     let faults = faults::Faults::new(shutdown.clone());

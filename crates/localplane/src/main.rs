@@ -51,6 +51,12 @@ struct Cli {
     /// HTTPS only). Clients trust it with REQUESTS_CA_BUNDLE / SSL_CERT_FILE.
     #[arg(long, env = "LOCALPLANE_TLS")]
     tls: bool,
+    /// Replicas (of apps and job executions) this host runs at most, so that a typo such as
+    /// `minReplicas: 1000` starts no container: a revision whose replicas would pass it starts
+    /// none and its operation fails with ARM's `QuotaExceeded`; a scale-out stops there. Each
+    /// environment's cores quota (100, Learn's default) applies besides.
+    #[arg(long, env = "LOCALPLANE_MAX_REPLICAS", default_value_t = localplane::quota::DEFAULT_MAX_REPLICAS, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    max_replicas: u32,
 }
 
 fn main() -> ExitCode {
@@ -74,6 +80,7 @@ fn main() -> ExitCode {
         }
     };
     let cfg = LocalplaneConfig {
+        max_replicas: cli.max_replicas,
         tls: cli.tls,
         listen: cli.listen,
         state_dir: cli.state_dir.clone(),

@@ -51,11 +51,15 @@ pub struct Ctx {
     pub tracker: TaskTracker,
     pub base_url: String,
     pub state_dir: PathBuf,
+    /// Replicas this host runs at most ([`crate::quota`]).
+    pub max_replicas: u32,
 }
 
 pub struct Plane {
     state: Mutex<State>,
     peer_names: Mutex<Vec<String>>,
+    /// The replicas running, against each environment's cores quota and the host cap.
+    pub quota: Arc<crate::quota::Ledger>,
     pub ctx: Ctx,
 }
 
@@ -527,6 +531,7 @@ impl Plane {
         Arc::new(Plane {
             state: Mutex::new(State::default()),
             peer_names: Mutex::new(Vec::new()),
+            quota: crate::quota::Ledger::new(ctx.max_replicas),
             ctx,
         })
     }
@@ -625,8 +630,50 @@ impl Plane {
         });
     }
 
-    /// Starts a new replica of revision `rev_idx` of `app` (caller holds the lock).
-    pub fn spawn_replica(self: &Arc<Self>, app: &mut App, rev_idx: usize) -> Option<Arc<Replica>> {
+    /// Leases for `n` more replicas of revision `rev_idx` of `app` ([`crate::quota`]): all of
+    /// them or, with the refusal's system row (once, until the revision starts from none
+    /// again), none.
+    pub fn lease_replicas(
+        &self,
+        app: &App,
+        rev_idx: usize,
+        n: u32,
+    ) -> Result<Vec<crate::quota::Lease>, crate::quota::Exceeded> {
+        let Some(rev) = app.revisions.get(rev_idx) else {
+            return Ok(Vec::new());
+        };
+        let env = crate::resources::environment_key(Some(&app.properties));
+        let cores = u64::from(rev.spec.resources().cpu);
+        let noted = scaler_key(&app.name, &rev.name);
+        match self.quota.take(&env, cores, n) {
+            Ok(leases) => Ok(leases),
+            Err(e) => {
+                if self.quota.note(&noted) {
+                    let owner = Owner::App {
+                        app: app.name.clone(),
+                        revision: rev.name.clone(),
+                    };
+                    self.ctx.sink.system(
+                        &owner,
+                        "",
+                        crate::quota::REASON,
+                        Level::Warning,
+                        e.to_string(),
+                    );
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts a new replica of revision `rev_idx` of `app`, holding `lease` while it runs
+    /// (caller holds the lock).
+    pub fn spawn_replica(
+        self: &Arc<Self>,
+        app: &mut App,
+        rev_idx: usize,
+        lease: crate::quota::Lease,
+    ) -> Option<Arc<Replica>> {
         let fqdn = app.fqdn().unwrap_or_default();
         let rev = app.revisions.get_mut(rev_idx)?;
         let replica_name = format!("{}-{}-{}", rev.name, random_suffix(9), random_suffix(5));
@@ -635,6 +682,7 @@ impl Plane {
             revision: rev.name.clone(),
         };
         let rep = Replica::new(replica_name.clone(), owner.clone(), &rev.spec.containers);
+        rep.hold(lease);
         self.ctx.sink.system(
             &owner,
             &replica_name,
@@ -752,7 +800,20 @@ impl Plane {
         let prefix = scaler_key(&app.name, "");
         st.scalers
             .retain(|k, _| !k.starts_with(&prefix) || Some(k) == keep.as_ref());
-        self.scale_revisions(app, serving, &mut st.scalers);
+        let refused = self.scale_revisions(app, serving, &mut st.scalers);
+        // The latest revision could not start its replicas: its operations fail with the quota
+        // error (Azure's "Provisioning times out with a failure", without the wait).
+        let latest = app.revisions.len().checked_sub(1);
+        if let Some((_, e)) = refused.iter().find(|(i, _)| Some(*i) == latest) {
+            for op in std::mem::take(&mut app.pending_ops) {
+                Self::finish_op_in(
+                    &mut st.ops,
+                    &op,
+                    OpStatus::Failed,
+                    Some((crate::quota::CODE.into(), e.to_string())),
+                );
+            }
+        }
         if serving.is_none() {
             app.routes.set_hold(false);
         }
@@ -805,12 +866,17 @@ impl Plane {
     /// scaler's for the `serving` one; the others keep what they run, at least the initial
     /// count (`minReplicas`, at least 1): a new revision starts there (and scales once it
     /// serves), an old one keeps its replicas until it is deactivated.
+    ///
+    /// Each replica needs its lease ([`crate::quota`]): a revision with none running starts all
+    /// of them or none (its refusal returned by revision index); one scaling out starts as many
+    /// as fit.
     fn scale_revisions(
         self: &Arc<Self>,
         app: &mut App,
         serving: Option<usize>,
         scalers: &mut HashMap<String, Scaler>,
-    ) {
+    ) -> Vec<(usize, crate::quota::Exceeded)> {
+        let mut refused = Vec::new();
         let serving_count = serving.map(|i| live_count(&app.revisions[i]) as u32);
         let latest = app.revisions.len().checked_sub(1);
         for i in 0..app.revisions.len() {
@@ -834,13 +900,35 @@ impl Plane {
             } else {
                 (target as usize).max(have)
             };
-            for _ in have..want {
-                self.spawn_replica(app, i);
+            if want > have {
+                let n = u32::try_from(want - have).unwrap_or(u32::MAX);
+                let leases = match self.lease_replicas(app, i, n) {
+                    Ok(l) => {
+                        if have == 0 {
+                            let r = &app.revisions[i];
+                            self.quota.forget(&scaler_key(&app.name, &r.name));
+                        }
+                        l
+                    }
+                    Err(e) if have == 0 => {
+                        refused.push((i, e));
+                        Vec::new()
+                    }
+                    // Scaling out: as many as fit.
+                    Err(_) => (1..n)
+                        .map_while(|_| self.lease_replicas(app, i, 1).ok())
+                        .flatten()
+                        .collect(),
+                };
+                for lease in leases {
+                    self.spawn_replica(app, i, lease);
+                }
             }
             if have > want {
                 self.scale_in(app, i, have - want);
             }
         }
+        refused
     }
 
     /// The latest revision's progress: provisioned (`RevisionReady`) once it is ready by the
@@ -1255,7 +1343,13 @@ impl Plane {
                     }
                     // Mark the old one retiring first so reconcile does not add a third.
                     old_rep.retiring.store(true, Ordering::SeqCst);
-                    let new_rep = plane.spawn_replica(app, idx);
+                    let new_rep = match plane.lease_replicas(app, idx, 1) {
+                        Ok(mut l) => l.pop().and_then(|l| plane.spawn_replica(app, idx, l)),
+                        Err(_) => {
+                            old_rep.retiring.store(false, Ordering::SeqCst);
+                            None
+                        }
+                    };
                     // The previous old replica goes after the next assignment, as recorded.
                     if let Some(prev) = replaced.take() {
                         retire(&plane, app, prev);

@@ -52,6 +52,8 @@ pub struct Replica {
     running: AtomicUsize,
     /// Becomes `true` when every container's supervisor has ended.
     pub done: watch::Sender<bool>,
+    /// Its share of the quotas ([`crate::quota`]), given back when it is done.
+    lease: Mutex<Option<crate::quota::Lease>>,
 }
 
 impl Replica {
@@ -82,7 +84,15 @@ impl Replica {
             cancel: CancellationToken::new(),
             running: AtomicUsize::new(containers.len()),
             done,
+            lease: Mutex::new(None),
         })
+    }
+
+    /// Holds `lease` until every container of the replica has ended.
+    pub fn hold(&self, lease: crate::quota::Lease) {
+        if let Ok(mut l) = self.lease.lock() {
+            *l = Some(lease);
+        }
     }
 
     pub fn statuses(&self) -> Vec<ContainerStatus> {
@@ -131,6 +141,9 @@ impl Replica {
 
     fn container_ended(&self) {
         if self.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            if let Ok(mut l) = self.lease.lock() {
+                l.take();
+            }
             self.done.send_replace(true);
         }
     }

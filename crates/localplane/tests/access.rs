@@ -28,6 +28,7 @@ async fn start(
     std::fs::create_dir_all(&empty).unwrap();
     let r = localplane::start_with_access(
         LocalplaneConfig {
+            max_replicas: localplane::quota::DEFAULT_MAX_REPLICAS,
             tls: false,
             listen: listen.parse().unwrap(),
             state_dir: dir.path().join("state"),

@@ -261,6 +261,7 @@ async fn run_target(
                 sweep_orphans(progress).await;
             }
             let lp = localplane::start(LocalplaneConfig {
+                max_replicas: localplane::quota::DEFAULT_MAX_REPLICAS,
                 tls: false,
                 listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
                 state_dir: state_dir.clone(),

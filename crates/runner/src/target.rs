@@ -428,6 +428,7 @@ mod tests {
     async fn localplane_accepts_an_app_that_pulls_with_an_identity() {
         let dir = tempfile::tempdir().unwrap();
         let lp = localplane::start(localplane::LocalplaneConfig {
+            max_replicas: localplane::quota::DEFAULT_MAX_REPLICAS,
             tls: false,
             listen: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
             state_dir: dir.path().join("state"),

@@ -18,6 +18,7 @@ async fn plane(dir: &std::path::Path) -> localplane::Localplane {
     // The process runtime with an empty bin dir: executions are recorded (with their template)
     // and fail at once, which is all these tests need.
     localplane::start(LocalplaneConfig {
+        max_replicas: localplane::quota::DEFAULT_MAX_REPLICAS,
         tls: false,
         listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         state_dir: dir.join("state"),

@@ -67,6 +67,7 @@ impl Harness {
             RuntimeKind::Process { .. } => "process",
         };
         let lp = localplane::start(LocalplaneConfig {
+            max_replicas: localplane::quota::DEFAULT_MAX_REPLICAS,
             tls,
             listen: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)),
             state_dir: dir.path().join("state"),

@@ -55,6 +55,11 @@ pub enum LocalCommand {
         /// send tokens over HTTPS only) reach it; `labctl local az` prints how.
         #[arg(long)]
         no_tls: bool,
+        /// Replicas (of apps and job executions) localplane runs at most on this host, so that a
+        /// typo such as `minReplicas: 1000` starts no container: past it none is started and the
+        /// operation fails with ARM's `QuotaExceeded`.
+        #[arg(long, env = "LOCALPLANE_MAX_REPLICAS", default_value_t = localplane::quota::DEFAULT_MAX_REPLICAS, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        max_replicas: u32,
     },
     /// Print the shell lines that point your own `az containerapp ...` and Azure SDK scripts at
     /// the running localplane: `eval "$(labctl local az)"`.
@@ -91,6 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 runtime,
                 bin_dir,
                 no_tls,
+                max_replicas,
             } => {
                 let runtime = match runtime {
                     Runtime::Docker => RuntimeKind::Docker,
@@ -105,6 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     },
                 };
                 let cfg = LocalplaneConfig {
+                    max_replicas,
                     tls: !no_tls,
                     listen,
                     state_dir,
