@@ -47,8 +47,8 @@ const ACCEPTED: &[(&str, &str)] = &[
         "ARM revision view during a rollout (q3)",
         "Azure reports the new revision with traffic weight 100 and provisioningState \
          Provisioned from its first sample, before any replica started, while traffic still \
-         reaches the old one; localplane reports Provisioning with weight 0 until the first new \
-         replica is ready, then moves weight and traffic together",
+         reaches the old one; localplane reports Provisioning with weight 0 until the new \
+         revision is ready (all its replicas), then moves weight and traffic together",
     ),
     (
         "old replica stop after the next restart assignment",
