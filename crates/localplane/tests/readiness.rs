@@ -41,18 +41,6 @@ async fn get_app(lab: &Lab, app: &str) -> Value {
     v
 }
 
-async fn revision(lab: &Lab, app: &str, rev: &str) -> Value {
-    let (code, _, v) = lab
-        .call(
-            "GET",
-            &format!("{}/revisions/{rev}?{AV}", lab.app_url(app)),
-            None,
-        )
-        .await;
-    assert_eq!(code, 200, "{v}");
-    v
-}
-
 /// The revision that served `GET /` through the app's ingress (`fqdn`), if a replica answered.
 async fn served_by(lab: &Lab, fqdn: &str) -> Option<String> {
     let (code, h, _) = lab.call("GET", &format!("http://{fqdn}/"), None).await;
@@ -145,7 +133,7 @@ async fn roll_out_behind_dependency(
     )
     .await;
     assert_eq!(served_by(lab, &fqdn).await.as_deref(), Some(rev1.as_str()));
-    let r = revision(lab, name, &rev2).await;
+    let r = lab.revision(name, &rev2).await;
     assert_eq!(r["properties"]["trafficWeight"], 0, "{r}");
     assert_eq!(r["properties"]["provisioningState"], "Provisioning", "{r}");
     assert_eq!(lab.replicas(name, &rev2).await.len(), unready);

@@ -65,15 +65,9 @@ async fn create(lab: &Lab, name: &str, body: Value) -> String {
 
 /// The revision's live replicas as ARM reports them.
 async fn replica_count(lab: &Lab, app: &str, rev: &str) -> u64 {
-    let (code, _, v) = lab
-        .call(
-            "GET",
-            &format!("{}/revisions/{rev}?{AV}", lab.app_url(app)),
-            None,
-        )
-        .await;
-    assert_eq!(code, 200, "{v}");
-    v["properties"]["replicas"].as_u64().unwrap()
+    lab.revision(app, rev).await["properties"]["replicas"]
+        .as_u64()
+        .unwrap()
 }
 
 async fn ingress(lab: &Lab, app: &str) -> String {

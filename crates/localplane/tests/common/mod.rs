@@ -113,6 +113,19 @@ impl Lab {
         code
     }
 
+    /// Revision `rev` of app `app`, as its GET answers it.
+    pub async fn revision(&self, app: &str, rev: &str) -> Value {
+        let (code, _, v) = self
+            .call(
+                "GET",
+                &format!("{}/revisions/{rev}?{AV}", self.app_url(app)),
+                None,
+            )
+            .await;
+        assert_eq!(code, 200, "{v}");
+        v
+    }
+
     /// The replicas of revision `rev` of app `app`, as `GET .../replicas` lists them.
     pub async fn replicas(&self, app: &str, rev: &str) -> Vec<Value> {
         let (code, _, v) = self
