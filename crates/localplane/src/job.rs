@@ -47,17 +47,14 @@ pub const TAG_REPLICA_TIMEOUT: &str = "localplane.replicaTimeout";
 impl TimeoutScope {
     /// Reads the tag [`TAG_REPLICA_TIMEOUT`] from a job's `tags`.
     pub fn from_tags(tags: Option<&Value>) -> Result<TimeoutScope, ArmError> {
-        match tags
-            .and_then(|t| t.get(TAG_REPLICA_TIMEOUT))
-            .and_then(Value::as_str)
-        {
-            None | Some("replica") => Ok(TimeoutScope::Replica),
-            Some("execution") => Ok(TimeoutScope::Execution),
-            Some(other) => Err(ArmError::bad_request(
-                "InvalidRequestContent",
-                format!("tag '{TAG_REPLICA_TIMEOUT}' must be replica or execution, got '{other}'"),
-            )),
-        }
+        crate::tags::choice(
+            |k| tags.and_then(|t| t.get(k)).and_then(Value::as_str),
+            TAG_REPLICA_TIMEOUT,
+            &[
+                ("replica", TimeoutScope::Replica),
+                ("execution", TimeoutScope::Execution),
+            ],
+        )
     }
 }
 

@@ -30,6 +30,7 @@ pub mod routes;
 pub mod runtime;
 pub mod scaler;
 pub mod serve;
+pub mod tags;
 pub mod tenancy;
 pub mod timings;
 pub mod tls;

@@ -515,30 +515,22 @@ impl Knobs {
                 }),
             }
         };
-        let ready_policy = match get(TAG_READY_POLICY) {
-            None | Some("allReplicas") => ReadyPolicy::AllReplicas,
-            Some("firstReplica") => ReadyPolicy::FirstReplica,
-            Some(other) => {
-                return Err(ArmError::bad_request(
-                    "InvalidRequestContent",
-                    format!(
-                        "tag '{TAG_READY_POLICY}' must be allReplicas or firstReplica, got '{other}'"
-                    ),
-                ));
-            }
-        };
-        let new_revision_replicas = match get(TAG_NEW_REVISION_REPLICAS) {
-            None | Some("previous") => NewRevisionReplicas::Previous,
-            Some("minReplicas") => NewRevisionReplicas::MinReplicas,
-            Some(other) => {
-                return Err(ArmError::bad_request(
-                    "InvalidRequestContent",
-                    format!(
-                        "tag '{TAG_NEW_REVISION_REPLICAS}' must be previous or minReplicas, got '{other}'"
-                    ),
-                ));
-            }
-        };
+        let ready_policy = crate::tags::choice(
+            get,
+            TAG_READY_POLICY,
+            &[
+                ("allReplicas", ReadyPolicy::AllReplicas),
+                ("firstReplica", ReadyPolicy::FirstReplica),
+            ],
+        )?;
+        let new_revision_replicas = crate::tags::choice(
+            get,
+            TAG_NEW_REVISION_REPLICAS,
+            &[
+                ("previous", NewRevisionReplicas::Previous),
+                ("minReplicas", NewRevisionReplicas::MinReplicas),
+            ],
+        )?;
         let timings = match get(crate::timings::TAG_TIMINGS) {
             Some(v) => crate::timings::Timings::parse(v).map_err(|e| {
                 ArmError::bad_request(
@@ -550,16 +542,14 @@ impl Knobs {
                 .map_err(|e| ArmError::bad_request("InvalidRequestContent", e))?,
         };
         let scaling = crate::scaler::Behavior::from_tags(get)?;
-        let timeout_kind = match get(TAG_INGRESS_TIMEOUT) {
-            None | Some("idle") => crate::ingress::TimeoutKind::Idle,
-            Some("request") => crate::ingress::TimeoutKind::Request,
-            Some(other) => {
-                return Err(ArmError::bad_request(
-                    "InvalidRequestContent",
-                    format!("tag '{TAG_INGRESS_TIMEOUT}' must be idle or request, got '{other}'"),
-                ));
-            }
-        };
+        let timeout_kind = crate::tags::choice(
+            get,
+            TAG_INGRESS_TIMEOUT,
+            &[
+                ("idle", crate::ingress::TimeoutKind::Idle),
+                ("request", crate::ingress::TimeoutKind::Request),
+            ],
+        )?;
         let defaults = crate::ingress::Policy::default();
         let connect_retries = match get(TAG_CONNECT_RETRIES) {
             None => defaults.connect_retries,

@@ -863,9 +863,10 @@ impl Plane {
     }
 
     /// Starts or retires replicas of each active revision toward its desired count: the
-    /// scaler's for the `serving` one; the others keep what they run, at least the initial
-    /// count (`minReplicas`, at least 1): a new revision starts there (and scales once it
-    /// serves), an old one keeps its replicas until it is deactivated.
+    /// scaler's for the `serving` one; the others keep what they run, at least their `target`:
+    /// a new revision of a serving app in single mode the app's `NewRevisionReplicas` count
+    /// (it scales on its own once it serves), any other `minReplicas` (at least 1); an old one
+    /// keeps its replicas until it is deactivated.
     ///
     /// Each replica needs its lease ([`crate::quota`]): a revision with none running starts all
     /// of them or none (its refusal returned by revision index); one scaling out starts as many
@@ -1376,10 +1377,6 @@ impl Plane {
     }
 }
 
-/// The system row of a revision's traffic weight becoming `weight`: reason `RevisionUpdate`
-/// (from issue 18's survey, not in a published export), message as Learn's "Monitor logs in
-/// Azure Container Apps with Log Analytics" lists it for the source "Traffic weight":
-/// `Setting a traffic weight of <percentage>% for revision <revision-name>`.
 /// The replicas of `r` that are not being retired.
 fn live_count(r: &Revision) -> usize {
     r.replicas
@@ -1407,6 +1404,10 @@ fn ready_enough(policy: ReadyPolicy, ready: usize, target: u32) -> bool {
     }
 }
 
+/// The system row of a revision's traffic weight becoming `weight`: reason `RevisionUpdate`
+/// (from issue 18's survey, not in a published export), message as Learn's "Monitor logs in
+/// Azure Container Apps with Log Analytics" lists it for the source "Traffic weight":
+/// `Setting a traffic weight of <percentage>% for revision <revision-name>`.
 fn traffic_weight_row(sink: &Sink, app: &str, revision: &str, weight: u32) {
     let owner = Owner::App {
         app: app.to_owned(),

@@ -104,16 +104,20 @@ impl Behavior {
                 format!("tag '{tag}' must be {want}, got '{got}'"),
             )
         };
-        let http_metric = match get(TAG_HTTP_METRIC).map(str::trim) {
-            None | Some("requestRate") => HttpMetric::RequestRate,
-            Some("peakInFlight") => HttpMetric::PeakInFlight,
-            Some(o) => return Err(bad(TAG_HTTP_METRIC, "requestRate or peakInFlight", o)),
-        };
-        let scale_up = match get(TAG_SCALE_UP).map(str::trim) {
-            None | Some("steps") => ScaleUp::Steps,
-            Some("atOnce") => ScaleUp::AtOnce,
-            Some(o) => return Err(bad(TAG_SCALE_UP, "steps or atOnce", o)),
-        };
+        let trimmed = |k: &str| get(k).map(str::trim);
+        let http_metric = crate::tags::choice(
+            trimmed,
+            TAG_HTTP_METRIC,
+            &[
+                ("requestRate", HttpMetric::RequestRate),
+                ("peakInFlight", HttpMetric::PeakInFlight),
+            ],
+        )?;
+        let scale_up = crate::tags::choice(
+            trimmed,
+            TAG_SCALE_UP,
+            &[("steps", ScaleUp::Steps), ("atOnce", ScaleUp::AtOnce)],
+        )?;
         let scale_down_stabilization = match get(TAG_SCALE_DOWN_STABILIZATION).map(str::trim) {
             None => Stabilization::default(),
             Some("cooldownPeriod") => Stabilization::CooldownPeriod,
