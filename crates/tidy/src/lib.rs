@@ -22,13 +22,19 @@
 //!   modules with one direction.
 //! - [`Rule::LongFunction`] ([`long_fns`]): no function outside test code over 100 lines
 //!   unless a `// Long on purpose:` comment above it says why.
+//! - [`Rule::LongModule`] ([`long_modules`]): no module over 800 lines outside its test code
+//!   unless a `//! Long on purpose:` line of its doc says why.
+//! - [`Rule::ArchitectureTable`] ([`architecture`]): docs/ARCHITECTURE.md's table of these
+//!   rules names exactly [`Rule::ALL`].
 
+pub mod architecture;
 pub mod cycles;
 pub mod deps;
 pub mod docker;
 pub mod errors;
 pub mod lexer;
 pub mod long_fns;
+pub mod long_modules;
 pub mod source;
 pub mod tree;
 
@@ -49,6 +55,43 @@ pub enum Rule {
     ErrorContext,
     ModuleCycle,
     LongFunction,
+    LongModule,
+    ArchitectureTable,
+}
+
+impl Rule {
+    /// Every rule, in the order docs/ARCHITECTURE.md's table lists them. [`Rule::name`]'s
+    /// exhaustive match is what a new rule must be added to first.
+    pub const ALL: [Rule; 11] = [
+        Rule::DependencyDirection,
+        Rule::Anyhow,
+        Rule::StringError,
+        Rule::Unsafe,
+        Rule::DockerGate,
+        Rule::ModuleDoc,
+        Rule::ErrorContext,
+        Rule::ModuleCycle,
+        Rule::LongFunction,
+        Rule::LongModule,
+        Rule::ArchitectureTable,
+    ];
+
+    /// The rule's name as reports and docs/ARCHITECTURE.md print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::DependencyDirection => "DependencyDirection",
+            Rule::Anyhow => "Anyhow",
+            Rule::StringError => "StringError",
+            Rule::Unsafe => "Unsafe",
+            Rule::DockerGate => "DockerGate",
+            Rule::ModuleDoc => "ModuleDoc",
+            Rule::ErrorContext => "ErrorContext",
+            Rule::ModuleCycle => "ModuleCycle",
+            Rule::LongFunction => "LongFunction",
+            Rule::LongModule => "LongModule",
+            Rule::ArchitectureTable => "ArchitectureTable",
+        }
+    }
 }
 
 /// One broken rule, at a place in the tree.
@@ -68,7 +111,7 @@ impl fmt::Display for Violation {
             0 => write!(f, "{}: ", self.path.display())?,
             n => write!(f, "{}:{n}: ", self.path.display())?,
         }
-        write!(f, "[{:?}] {}", self.rule, self.message)
+        write!(f, "[{}] {}", self.rule.name(), self.message)
     }
 }
 
@@ -99,6 +142,8 @@ pub fn check(root: &Path) -> Result<Vec<Violation>, TidyError> {
     found.extend(errors::check(&ws));
     found.extend(cycles::check(&ws));
     found.extend(long_fns::check(&ws));
+    found.extend(long_modules::check(&ws));
+    found.extend(architecture::check(&ws));
     found.sort_by(|a, b| (&a.path, a.line, a.rule).cmp(&(&b.path, b.line, b.rule)));
     Ok(found)
 }

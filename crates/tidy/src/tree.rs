@@ -14,6 +14,8 @@ pub struct Workspace {
     pub manifest_text: String,
     pub manifest: toml::Table,
     pub crates: Vec<Crate>,
+    /// docs/ARCHITECTURE.md as text, `None` when the tree has none.
+    pub architecture: Option<String>,
 }
 
 /// One member crate.
@@ -67,11 +69,18 @@ impl Workspace {
         for dir in dirs {
             crates.push(Crate::load(root, &dir)?);
         }
+        let doc = root.join(crate::architecture::DOCUMENT);
+        let architecture = if doc.is_file() {
+            Some(read(&doc)?)
+        } else {
+            None
+        };
         Ok(Workspace {
             root: root.to_path_buf(),
             manifest_text,
             manifest,
             crates,
+            architecture,
         })
     }
 

@@ -80,6 +80,22 @@ fn clean_tree(root: &Path) {
     for (path, text) in files {
         write(root, path, text);
     }
+    write(
+        root,
+        "docs/ARCHITECTURE.md",
+        &architecture(&tidy::Rule::ALL),
+    );
+}
+
+/// An ARCHITECTURE.md whose tidy table lists `rules`.
+fn architecture(rules: &[Rule]) -> String {
+    let rows: String = rules
+        .iter()
+        .map(|r| format!("| `{}` | it breaks |\n", r.name()))
+        .collect();
+    format!(
+        "# Architecture\n\n## Tidy rules\n\n| Rule | Fails when |\n|---|---|\n{rows}\n## After\n"
+    )
 }
 
 fn write(root: &Path, path: &str, text: &str) {
@@ -482,4 +498,138 @@ fn a_long_function_that_says_why_or_is_a_test_is_kept() {
             &format!("//! A test target.\n{}", function("long_target", 150)),
         );
     });
+}
+
+/// A module of `lines` lines: its doc line, then one-line functions.
+fn module(doc: &str, lines: usize) -> String {
+    let body: String = (1..lines)
+        .map(|i| format!("pub fn f{i}() {{}}\n"))
+        .collect();
+    format!("{doc}\n{body}")
+}
+
+fn plant_module(root: &Path, text: &str) {
+    edit(
+        root,
+        "crates/core/src/lib.rs",
+        "pub fn f()",
+        "pub mod big;\npub fn f()",
+    );
+    write(root, "crates/core/src/big.rs", text);
+}
+
+#[test]
+fn a_module_over_800_lines_fails() {
+    let found = planted(Rule::LongModule, |root| {
+        plant_module(root, &module("//! Big.", 801));
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].path.ends_with("big.rs"), "{found:?}");
+    assert!(found[0].message.contains("801 lines"), "{found:?}");
+}
+
+#[test]
+fn a_module_at_800_lines_its_tests_aside_or_saying_why_is_kept() {
+    kept(|root| {
+        let tests: String = (0..300).map(|i| format!("    fn t{i}() {{}}\n")).collect();
+        let text = format!(
+            "{}#[cfg(test)]\nmod tests {{\n{tests}}}\n",
+            module("//! Big.", 800)
+        );
+        plant_module(root, &text);
+        write(
+            root,
+            "crates/core/src/other.rs",
+            &module(
+                "//! Other.\n//! Long on purpose: one table read top to bottom.",
+                900,
+            ),
+        );
+        edit(
+            root,
+            "crates/core/src/lib.rs",
+            "pub mod big;",
+            "pub mod big;\npub mod other;",
+        );
+    });
+}
+
+#[test]
+fn a_doc_line_saying_why_further_down_does_not_excuse_a_long_module() {
+    planted(Rule::LongModule, |root| {
+        plant_module(
+            root,
+            &format!(
+                "{}//! Long on purpose: too late.\n",
+                module("//! Big.", 801)
+            ),
+        );
+    });
+}
+
+#[test]
+fn an_architecture_table_missing_a_rule_fails() {
+    let found = planted(Rule::ArchitectureTable, |root| {
+        let fewer: Vec<Rule> = Rule::ALL
+            .into_iter()
+            .filter(|r| *r != Rule::ModuleDoc)
+            .collect();
+        write(root, "docs/ARCHITECTURE.md", &architecture(&fewer));
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("`ModuleDoc`"), "{found:?}");
+}
+
+#[test]
+fn an_architecture_table_naming_no_rule_or_a_rule_twice_fails() {
+    let found = planted(Rule::ArchitectureTable, |root| {
+        let text = architecture(&Rule::ALL).replace(
+            "## After",
+            "| `NoSuchRule` | never |\n| `Anyhow` | again |\n\n## After",
+        );
+        write(root, "docs/ARCHITECTURE.md", &text);
+    });
+    let messages: Vec<&str> = found.iter().map(|v| v.message.as_str()).collect();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(messages[0].contains("`NoSuchRule`") || messages[1].contains("`NoSuchRule`"));
+    assert!(
+        messages.iter().any(|m| m.contains("`Anyhow` twice")),
+        "{messages:?}"
+    );
+}
+
+#[test]
+fn a_tree_without_architecture_md_fails() {
+    planted(Rule::ArchitectureTable, |root| {
+        fs::remove_file(root.join("docs/ARCHITECTURE.md")).expect("remove");
+    });
+}
+
+#[test]
+fn a_module_awaiting_its_split_that_is_no_longer_long_fails() {
+    let found = planted(Rule::LongModule, |root| {
+        edit(
+            root,
+            "Cargo.toml",
+            "#   testkit  -> (nothing local)",
+            "#   testkit  -> (nothing local)\n#   analysis -> (nothing local)",
+        );
+        write(
+            root,
+            "crates/analysis/Cargo.toml",
+            &manifest("analysis", "", ""),
+        );
+        write(
+            root,
+            "crates/analysis/src/lib.rs",
+            "//! The library.\npub mod checks;\n",
+        );
+        write(
+            root,
+            "crates/analysis/src/checks.rs",
+            "//! Split already.\npub fn f() {}\n",
+        );
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("remove the entry"), "{found:?}");
 }
