@@ -30,6 +30,9 @@ pub enum AppMode {
     Main,
     /// A dependency other replicas check: `/health` plus `POST /admin/dependency`.
     Dependency,
+    /// An event-driven job's replica: take one item from `QUEUE_URL`, work `WORK_MS`, exit 0
+    /// (binds no port).
+    QueueWorker,
 }
 
 /// When the listening socket appears.
@@ -206,7 +209,8 @@ pub struct Config {
     /// Sleep per `/` request, milliseconds.
     #[arg(long, env = "REQUEST_DELAY_MS", default_value_t = 0)]
     pub request_delay_ms: u64,
-    /// CPU burn per `/` request, milliseconds.
+    /// CPU burn per `/` request, milliseconds (queue-worker mode: how long the item's work
+    /// takes, a sleep).
     #[arg(long, env = "WORK_MS", default_value_t = 0)]
     pub work_ms: u64,
     /// Fraction of `/` requests this replica answers `500 injected failure` (0 to 1), spread
@@ -285,6 +289,11 @@ pub struct Config {
 
     #[arg(long, env = "LOG_REQUESTS", value_enum, default_value_t = LogRequests::Errors)]
     pub log_requests: LogRequests,
+
+    /// Queue-worker mode: the base URL of the subject holding the queue (plain `http://`); the
+    /// worker calls `POST {QUEUE_URL}/queue/take`.
+    #[arg(long, env = "QUEUE_URL")]
+    pub queue_url: Option<String>,
 }
 
 /// A configuration that clap accepted but that cannot work.
@@ -298,6 +307,10 @@ pub enum ConfigError {
     DependencyHost(String),
     #[error("DEPENDENCY_TIMEOUT_MS must be at least 1")]
     DependencyTimeout,
+    #[error("APP_MODE=queue-worker needs QUEUE_URL")]
+    QueueUrlMissing,
+    #[error("QUEUE_URL {0:?} is not a plain http:// URL with a host (https is not supported)")]
+    QueueUrl(String),
 }
 
 /// Who this process is: printed in every line and every response.
@@ -352,6 +365,7 @@ impl Config {
             shutdown_mode: ShutdownMode::Graceful,
             shutdown_drain_seconds: Duration::from_secs(10),
             log_requests: LogRequests::Errors,
+            queue_url: None,
         }
     }
 
@@ -379,6 +393,15 @@ impl Config {
         if self.dependency_timeout_ms == 0 {
             return Err(ConfigError::DependencyTimeout);
         }
+        match self.queue_url() {
+            Some(u) => {
+                crate::dependency_client::parse_http_url(&u).ok_or(ConfigError::QueueUrl(u))?;
+            }
+            None if self.app_mode == AppMode::QueueWorker => {
+                return Err(ConfigError::QueueUrlMissing);
+            }
+            None => {}
+        }
         Ok(())
     }
 
@@ -390,6 +413,11 @@ impl Config {
     /// The dependency URL, if set and non-empty.
     pub fn dependency_url(&self) -> Option<String> {
         non_empty(&self.dependency_url)
+    }
+
+    /// The queue-worker's queue, if set and non-empty.
+    pub fn queue_url(&self) -> Option<String> {
+        non_empty(&self.queue_url)
     }
 
     /// The TCP dependency, if set and non-empty.
@@ -441,6 +469,7 @@ impl Config {
             "shutdown_mode": self.shutdown_mode.name(),
             "shutdown_drain_s": self.shutdown_drain_seconds.as_secs_f64(),
             "log_requests": self.log_requests.name(),
+            "queue_url": self.queue_url(),
         })
     }
 }
@@ -551,6 +580,22 @@ mod tests {
             let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains("capacity"), "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn the_queue_worker_needs_a_plain_http_queue_url() {
+        let c = parse(&["--app-mode", "queue-worker"]).unwrap();
+        assert_eq!(c.validate(), Err(ConfigError::QueueUrlMissing));
+        let c = parse(&["--app-mode", "queue-worker", "--queue-url", "https://q"]).unwrap();
+        assert!(matches!(c.validate(), Err(ConfigError::QueueUrl(_))));
+        let c = parse(&["--app-mode", "queue-worker", "--queue-url", "http://q:8080"]).unwrap();
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.to_log_json()["app_mode"], "queue-worker");
+        assert_eq!(
+            parse(&[]).unwrap().validate(),
+            Ok(()),
+            "main mode needs none"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! subject: the probelab app under test. One axum server covering every app of the original
 //! labs: startup modes, probe endpoints, dependency checks (and a dependency mode to check
 //! against), slow and CPU-heavy work, memory it holds (`/alloc`), simulated zombie / deadlock /
-//! crash, a concurrency cap and three shutdown behaviours.
+//! crash, a concurrency cap, three shutdown behaviours, and a work queue with its worker mode.
 //!
 //! [`run`] is the whole program (the binary only parses [`Config`]); [`run_with`] lets tests
 //! supply the termination signal and learn the bound address; [`routes::router`] is the router
@@ -19,6 +19,10 @@
 //! | `GET /health` (dependency mode) | 200 `healthy`, or 503 `unhealthy` / `failed` per `DEPENDENCY_HEALTHY`, `DEPENDENCY_DELAY_MS`, `DEPENDENCY_FAIL_RATE` |
 //! | `GET`/`POST /admin/dependency` (dependency mode, token) | read / change `{healthy, delay_ms, fail_rate}` at run time |
 //! | `POST /simulate/{zombie,deadlock,reset,crash?code=N}` (token) | see [`simulate`] |
+//! | `POST /queue?items=N`, `GET /queue`, `POST /queue/take` | an in-memory work queue: enqueue N (default 1), `{length, enqueued, taken}`, take the oldest item once (`{id, length}` or 204): see [`queue`] |
+//!
+//! `APP_MODE=queue-worker` serves nothing: the process takes one item from `QUEUE_URL`'s queue,
+//! works `WORK_MS`, and exits 0 (an event-driven job's replica): see [`worker`].
 //!
 //! Anything else: 404 / 405 with a JSON `{error}`; bad parameters: 400 with a JSON `{error}`.
 
@@ -30,12 +34,14 @@ pub mod dependency_client;
 pub mod http;
 pub mod memory;
 pub mod probes;
+pub mod queue;
 pub mod routes;
 pub mod shutdown;
 pub mod simulate;
 pub mod startup;
 pub mod state;
 pub mod stream;
+pub mod worker;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -114,6 +120,9 @@ pub async fn run_with(
         config: Some(state.cfg().to_log_json()),
         ..state.line(SubjectEvent::BootStart)
     });
+    if state.cfg().app_mode == config::AppMode::QueueWorker {
+        return Ok(worker::run(&state, term).await);
+    }
     let mut term = shutdown::Term::spawn(term);
     let Some(listener) = startup::start(&state, &mut term).await? else {
         let signal = term.wait().await;

@@ -1,5 +1,5 @@
 //! The router: every endpoint, the middleware stack, and the workload handlers (`/`, `/status`,
-//! `/delay`, `/slow`, `/cpu`, `/alloc`; `/stream` is [`crate::stream`]).
+//! `/delay`, `/slow`, `/cpu`, `/alloc`, `/queue`; `/stream` is [`crate::stream`]).
 //!
 //! Middleware, outermost first: request log (`REQUEST_END`) → identity headers and, while
 //! draining, `Connection: close` → JSON `{error}` bodies for every 4xx/5xx → `MAX_CONCURRENCY`
@@ -36,7 +36,7 @@ pub fn router(state: AppState) -> Router {
             "/admin/dependency",
             get(dependency::get_settings).post(dependency::set_settings),
         ),
-        AppMode::Main => guarded,
+        AppMode::Main | AppMode::QueueWorker => guarded,
     };
     let guarded = guarded.route_layer(middleware::from_fn_with_state(
         state.clone(),
@@ -56,9 +56,13 @@ pub fn router(state: AppState) -> Router {
         .route("/slow", get(delay))
         .route("/cpu", get(cpu))
         .route("/alloc", get(alloc))
+        .route("/queue", get(queue_stats).post(enqueue))
+        .route("/queue/take", post(take))
         .route(stream::PATH, get(stream::stream));
     app = match state.cfg().app_mode {
-        AppMode::Main => app.route("/dependency/health", get(dependency::dependency_health)),
+        AppMode::Main | AppMode::QueueWorker => {
+            app.route("/dependency/health", get(dependency::dependency_health))
+        }
         AppMode::Dependency => app.route("/health", get(dependency::health)),
     };
     app.merge(guarded)
@@ -297,6 +301,28 @@ async fn alloc(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response
         "replica": state.0.id.replica,
     }))
     .into_response()
+}
+
+/// `GET /queue`: `{length, enqueued, taken}` ([`crate::queue`]).
+async fn queue_stats(State(state): State<AppState>) -> Response {
+    Json(state.0.queue.stats()).into_response()
+}
+
+/// `POST /queue?items=N`: enqueue N items (default 1); the stats after, or 400.
+async fn enqueue(State(state): State<AppState>, RawQuery(q): RawQuery) -> Response {
+    let items = query_param(q.as_deref(), "items");
+    match state.0.queue.enqueue(items.as_deref()) {
+        Ok(s) => Json(s).into_response(),
+        Err(e) => error_response(StatusCode::BAD_REQUEST, &e.to_string()),
+    }
+}
+
+/// `POST /queue/take`: the oldest item, once (`{id, length}`), or 204 when the queue is empty.
+async fn take(State(state): State<AppState>) -> Response {
+    match state.0.queue.take() {
+        (Some(id), s) => Json(serde_json::json!({"id": id, "length": s.length})).into_response(),
+        (None, _) => StatusCode::NO_CONTENT.into_response(),
+    }
 }
 
 /// `GET /status`, or `/status?code=N` to answer with status N (200..=599).

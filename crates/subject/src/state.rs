@@ -57,6 +57,8 @@ pub struct Inner {
     pub exit: ExitFn,
     /// What `/alloc` holds ([`crate::memory`]).
     pub memory: crate::memory::Held,
+    /// The work queue of `/queue` ([`crate::queue`]).
+    pub queue: crate::queue::Queue,
 }
 
 impl AppState {
@@ -94,6 +96,7 @@ impl AppState {
             client,
             exit,
             memory: crate::memory::Held::default(),
+            queue: crate::queue::Queue::default(),
             cfg,
         }))
     }

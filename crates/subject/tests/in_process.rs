@@ -616,3 +616,98 @@ async fn stream_sends_a_byte_every_interval_then_ends() {
     assert_eq!(s, 400);
     assert!(v["error"].as_str().unwrap().contains("interval"), "{v}");
 }
+
+#[tokio::test]
+async fn the_queue_enqueues_hands_each_item_out_once_and_refuses_bad_counts() {
+    let app = router(Config::defaults());
+    let (code, v) = call(&app, "GET", "/queue", "").await;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(
+        v,
+        serde_json::json!({"length": 0, "enqueued": 0, "taken": 0})
+    );
+    let (code, v) = call(&app, "POST", "/queue?items=3", "").await;
+    assert_eq!(code, StatusCode::OK, "{v}");
+    assert_eq!(v["length"], 3);
+    let (code, v) = call(&app, "POST", "/queue", "").await;
+    assert_eq!((code, v["length"].clone()), (StatusCode::OK, 4.into()));
+    for bad in ["0", "x", "10001"] {
+        let (code, v) = call(&app, "POST", &format!("/queue?items={bad}"), "").await;
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{bad}");
+        assert!(v["error"].as_str().unwrap().contains("items"), "{v}");
+    }
+    let mut ids = Vec::new();
+    loop {
+        let (code, v) = call(&app, "POST", "/queue/take", "").await;
+        if code == StatusCode::NO_CONTENT {
+            break;
+        }
+        assert_eq!(code, StatusCode::OK);
+        ids.push(v["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(ids, ["item-1", "item-2", "item-3", "item-4"]);
+    let (_, v) = call(&app, "GET", "/queue", "").await;
+    assert_eq!(
+        v,
+        serde_json::json!({"length": 0, "enqueued": 4, "taken": 4})
+    );
+    let (code, _) = call(&app, "GET", "/queue/take", "").await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED, "take is a POST");
+}
+
+/// Serves a main-mode subject's router on 127.0.0.1; its base URL and its state.
+async fn queue_server() -> (String, AppState) {
+    let state = AppState::started(Config::defaults(), no_exit());
+    let app = subject::routes::router(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), state)
+}
+
+fn worker(queue_url: &str, work_ms: u64) -> Config {
+    let mut cfg = Config::defaults();
+    cfg.app_mode = AppMode::QueueWorker;
+    cfg.queue_url = Some(queue_url.to_owned());
+    cfg.work_ms = work_ms;
+    cfg
+}
+
+async fn run_worker(cfg: Config) -> (i32, Duration) {
+    let hooks = subject::Hooks {
+        on_listening: None,
+        exit: no_exit(),
+    };
+    let start = Instant::now();
+    let exit = subject::run_with(cfg, std::future::pending(), hooks)
+        .await
+        .unwrap();
+    (exit.code, start.elapsed())
+}
+
+#[tokio::test]
+async fn a_queue_worker_takes_one_item_works_and_exits_0() {
+    let (url, state) = queue_server().await;
+    state.0.queue.enqueue(Some("2")).unwrap();
+    let (code, took) = run_worker(worker(&url, 300)).await;
+    assert_eq!(code, 0);
+    assert!(
+        took >= Duration::from_millis(300),
+        "it worked WORK_MS: {took:?}"
+    );
+    let s = state.0.queue.stats();
+    assert_eq!((s.length, s.taken), (1, 1), "one item, not both");
+    // Again: the second item; then an empty queue is an exit 0 without work.
+    assert_eq!(run_worker(worker(&url, 0)).await.0, 0);
+    assert_eq!(state.0.queue.stats().taken, 2);
+    assert_eq!(run_worker(worker(&url, 0)).await.0, 0);
+    assert_eq!(state.0.queue.stats().taken, 2);
+}
+
+#[tokio::test]
+async fn a_queue_worker_that_cannot_reach_its_queue_exits_1() {
+    let port = testkit::http::free_port().unwrap();
+    let (code, took) = run_worker(worker(&format!("http://127.0.0.1:{port}"), 0)).await;
+    assert_eq!(code, 1);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}

@@ -16,6 +16,12 @@ pub enum SubjectEvent {
     SimulationChanged,
     SigtermReceived,
     ShutdownComplete,
+    /// Queue-worker mode: the item this process took from the queue (`item`).
+    QueueItemTaken,
+    /// Queue-worker mode: the item is done (`item`, `dur_ms` of the work), then the process exits.
+    QueueItemDone,
+    /// Queue-worker mode: the queue had no item to take; the process exits 0 without work.
+    QueueEmpty,
 }
 
 /// A `subject` line. Fields that do not apply to an event are omitted.
@@ -58,6 +64,9 @@ pub struct SubjectLine {
     /// BOOT_START / STARTUP_COMPLETE: the effective configuration, secrets removed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<serde_json::Value>,
+    /// QUEUE_ITEM_*: the id of the queue item (the subject's `/queue`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
 }
 
 impl SubjectLine {
@@ -87,6 +96,7 @@ impl SubjectLine {
             shutdown_mode: None,
             detail: None,
             config: None,
+            item: None,
         }
     }
 }

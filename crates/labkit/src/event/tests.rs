@@ -191,6 +191,7 @@ fn examples() -> Vec<Line> {
             shutdown_mode: Some("graceful".into()),
             detail: Some("x".into()),
             config: Some(serde_json::json!({"PORT": 8080})),
+            item: Some("item-1".into()),
             ts: ts(),
             ..SubjectLine::new(SubjectEvent::RequestEnd, "subject", "subject--a", "r1", "3")
         }
@@ -263,6 +264,9 @@ fn subject_events_use_the_original_names() {
         SubjectEvent::SimulationChanged,
         SubjectEvent::SigtermReceived,
         SubjectEvent::ShutdownComplete,
+        SubjectEvent::QueueItemTaken,
+        SubjectEvent::QueueItemDone,
+        SubjectEvent::QueueEmpty,
     ]
     .iter()
     .map(|e| {
@@ -283,7 +287,10 @@ fn subject_events_use_the_original_names() {
             "DEPENDENCY_CHECK_FAIL",
             "SIMULATION_CHANGED",
             "SIGTERM_RECEIVED",
-            "SHUTDOWN_COMPLETE"
+            "SHUTDOWN_COMPLETE",
+            "QUEUE_ITEM_TAKEN",
+            "QUEUE_ITEM_DONE",
+            "QUEUE_EMPTY"
         ]
     );
 }
