@@ -1,6 +1,7 @@
 //! A Container Apps job as the plane keeps it: its trigger and configuration (read from the
 //! resource's `properties.configuration` by [`parse_config`], the replica counts from the
-//! trigger's own config, what `replicaTimeout` bounds from the tag `localplane.replicaTimeout`),
+//! trigger's own config, an event trigger's scale by [`crate::event::parse_scale`], what
+//! `replicaTimeout` bounds from the tag `localplane.replicaTimeout`),
 //! its executions with their status, and the ARM JSON of both. Below `plane`, which stores jobs,
 //! and `jobs`, which serves and runs them.
 
@@ -13,11 +14,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cron::Cron;
 use crate::error::ArmError;
+use crate::event::EventScale;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Trigger {
     Manual,
     Schedule(Cron),
+    /// `triggerType: Event`: executions started by the poller of [`crate::event`].
+    Event(EventScale),
 }
 
 /// The termination grace of a job replica: SIGTERM, then SIGKILL 30 s later, whatever the
@@ -218,10 +222,8 @@ pub fn parse_config(props: &Value, tags: Option<&Value>) -> Result<JobConfig, Ar
             })?)
         }
         Some(t) if t.eq_ignore_ascii_case("Event") => {
-            return Err(ArmError::bad_request(
-                "InvalidRequestContent",
-                "localplane supports triggerType Manual and Schedule, not Event",
-            ));
+            let scale = cfg.get("eventTriggerConfig").and_then(|e| e.get("scale"));
+            Trigger::Event(crate::event::parse_scale(scale, tags)?)
         }
         other => {
             return Err(ArmError::bad_request(
@@ -235,6 +237,7 @@ pub fn parse_config(props: &Value, tags: Option<&Value>) -> Result<JobConfig, Ar
     let counts = match trigger {
         Trigger::Manual => "manualTriggerConfig",
         Trigger::Schedule(_) => "scheduleTriggerConfig",
+        Trigger::Event(_) => "eventTriggerConfig",
     };
     let count = |k: &str| replica_count(cfg.get(counts), counts, k);
     Ok(JobConfig {
@@ -340,5 +343,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.parallelism, c.completions), (2, 1));
+    }
+
+    #[test]
+    fn an_event_trigger_reads_its_scale_and_its_replica_counts() {
+        let props = json!({"configuration":{"triggerType":"Event","replicaTimeout":10,
+            "replicaRetryLimit":10,"eventTriggerConfig":{"replicaCompletionCount":1,
+            "parallelism":4,"scale":{"pollingInterval":40,"minExecutions":1,"maxExecutions":5,
+            "rules":[{"name":"queue","type":"metrics-api","metadata":{
+                "url":"http://127.0.0.1:9/queue","valueLocation":"length","targetValue":"1"}}]}}}});
+        let c = parse_config(&props).unwrap();
+        assert_eq!((c.parallelism, c.completions), (4, 1));
+        let Trigger::Event(scale) = c.trigger else {
+            panic!("an event trigger: {:?}", c.trigger)
+        };
+        assert_eq!(scale.polling_interval, Duration::from_secs(40));
+        assert_eq!((scale.min_executions, scale.max_executions), (1, 5));
+        let e = parse_config(
+            &json!({"configuration":{"triggerType":"Event","replicaTimeout":10,
+            "eventTriggerConfig":{}}}),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("scale"), "{}", e.message);
     }
 }

@@ -1,5 +1,5 @@
 //! Container Apps jobs: the ARM endpoints of jobs and executions, the cron scheduler of Schedule
-//! triggers, and the execution runner (`parallelism` replicas at once until
+//! triggers, the poller of Event triggers ([`crate::event`]), and the execution runner (`parallelism` replicas at once until
 //! `replicaCompletionCount` succeeded, `replicaTimeout` per replica or per execution,
 //! `replicaRetryLimit`, the fixed 30 s termination grace, the start-time template override).
 //! What a job is and how it is stored: [`crate::job`].
@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cron::Cron;
 use crate::error::ArmError;
+use crate::event::{EventScale, Reading};
 use crate::handler::{ApiState, Origin, parse_body, valid_name, with_lro};
 use crate::job::{
     ExecState, ExecStatus, Execution, Job, JobConfig, TERMINATION_GRACE, TimeoutScope, Trigger,
@@ -125,14 +126,12 @@ fn upsert_job(
     if trigger_changed {
         job.scheduler_stop.cancel();
         job.scheduler_stop = CancellationToken::new();
-        if let Trigger::Schedule(cron) = &config.trigger {
-            spawn_scheduler(
-                &plane,
-                name.to_string(),
-                cron.clone(),
-                job.scheduler_stop.clone(),
-            );
-        }
+        spawn_trigger(
+            &plane,
+            name.to_string(),
+            &config.trigger,
+            job.scheduler_stop.clone(),
+        );
     }
     let out = job.to_json();
     let id = job.id();
@@ -418,6 +417,78 @@ pub async fn stop_execution(
     let (_, e) = find_execution(&st, &rg, &name, &exec)?;
     e.cancel.cancel();
     Ok(StatusCode::OK.into_response())
+}
+
+/// Starts what starts a job's executions by itself: the cron scheduler of a Schedule trigger,
+/// the poller of an Event trigger (none for Manual); both end when `stop` fires.
+fn spawn_trigger(plane: &Arc<Plane>, job: String, trigger: &Trigger, stop: CancellationToken) {
+    match trigger {
+        Trigger::Manual => {}
+        Trigger::Schedule(cron) => spawn_scheduler(plane, job, cron.clone(), stop),
+        Trigger::Event(scale) => spawn_event_poller(plane, job, scale.clone(), stop),
+    }
+}
+
+/// The poller of an event-driven job, as KEDA's ScaledJob loop: at once, then every
+/// `pollingInterval`, it reads each rule's metric (a failed read writes a `KEDAScalerFailed`
+/// row on the job and counts as an inactive rule), counts the job's executions not finished,
+/// and starts [`crate::event::executions_to_start`] executions of the job's current template.
+fn spawn_event_poller(plane: &Arc<Plane>, job: String, scale: EventScale, stop: CancellationToken) {
+    let plane = plane.clone();
+    let shutdown = plane.ctx.shutdown.clone();
+    let owner = Owner::Job {
+        job: job.clone(),
+        execution: String::new(),
+    };
+    plane.ctx.tracker.clone().spawn(async move {
+        let mut next = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(next) => {}
+                () = stop.cancelled() => return,
+                () = shutdown.cancelled() => return,
+            }
+            next = (next + scale.polling_interval).max(tokio::time::Instant::now());
+            let mut readings = Vec::new();
+            for rule in &scale.rules {
+                match crate::event::read_metric(rule).await {
+                    Ok(v) => readings.push(Reading::of(rule, v)),
+                    Err(e) => plane.ctx.sink.system(
+                        &owner,
+                        "",
+                        "KEDAScalerFailed",
+                        Level::Warning,
+                        format!("scale rule '{}': {e}", rule.name),
+                    ),
+                }
+            }
+            if stop.is_cancelled() {
+                return;
+            }
+            let (running, template) = {
+                let st = plane.lock();
+                let Some(j) = st.jobs.get(&key(&job)) else {
+                    return;
+                };
+                let running = j
+                    .executions
+                    .iter()
+                    .filter(|e| e.state.lock().map(|x| x.end.is_none()).unwrap_or(false))
+                    .count();
+                (
+                    u32::try_from(running).unwrap_or(u32::MAX),
+                    j.properties.get("template").cloned().unwrap_or(json!({})),
+                )
+            };
+            let n = crate::event::executions_to_start(&scale, running, &readings);
+            for _ in 0..n {
+                if let Err(e) = start_execution(&plane, &job, template.clone()) {
+                    tracing::warn!(job = %job, error = %e.message, "event-driven execution failed to start");
+                    break;
+                }
+            }
+        }
+    });
 }
 
 fn spawn_scheduler(plane: &Arc<Plane>, job: String, cron: Cron, stop: CancellationToken) {
@@ -894,9 +965,7 @@ pub fn restore_job(plane: &Arc<Plane>, j: &Value) {
         .unwrap_or("")
         .to_string();
     let stop = CancellationToken::new();
-    if let Trigger::Schedule(cron) = &config.trigger {
-        spawn_scheduler(plane, name.clone(), cron.clone(), stop.clone());
-    }
+    spawn_trigger(plane, name.clone(), &config.trigger, stop.clone());
     let get = |k: &str| j.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let mut st = plane.lock();
     st.jobs.insert(

@@ -10,6 +10,7 @@ pub mod access;
 pub mod api;
 pub mod cron;
 pub mod error;
+pub mod event;
 pub mod faults;
 pub mod handler;
 pub mod ingress;

@@ -1,0 +1,260 @@
+//! Event-driven jobs through the ARM API on the process runtime: a job PUT in the shape of the
+//! spec's `Job_CreateOrUpdate_EventTrigger` example with a `metrics-api` rule reading the queue
+//! of a `subject` app, items enqueued, and what a user sees: executions started at polling
+//! intervals, never more than `maxExecutions` at once, the queue drained, each item taken once.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+use testkit::eventually;
+
+const ITEMS: usize = 8;
+const MAX_EXECUTIONS: usize = 3;
+const POLLING_S: u64 = 2;
+
+/// The spec example's body (`Job_CreateorUpdate_EventTrigger.json`, 2024-03-01) with a
+/// `metrics-api` rule on `queue`'s `/queue` and a `subject` queue worker as the container.
+fn event_job(queue: &str, work_ms: u64) -> Value {
+    json!({
+        "location": "local",
+        "properties": {
+            "environmentId": format!("/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"),
+            "configuration": {
+                "replicaTimeout": 30,
+                "replicaRetryLimit": 1,
+                "eventTriggerConfig": {
+                    "replicaCompletionCount": 1,
+                    "parallelism": 1,
+                    "scale": {
+                        "pollingInterval": POLLING_S,
+                        "minExecutions": 0,
+                        "maxExecutions": MAX_EXECUTIONS,
+                        "rules": [{
+                            "name": "queuelength",
+                            "type": "metrics-api",
+                            "metadata": {
+                                "url": format!("http://{queue}/queue"),
+                                "valueLocation": "length",
+                                "targetValue": "1"
+                            }
+                        }]
+                    }
+                },
+                "triggerType": "Event"
+            },
+            "template": {
+                "containers": [{
+                    "image": "probelab/subject:dev",
+                    "name": "worker",
+                    "env": [
+                        {"name": "APP_MODE", "value": "queue-worker"},
+                        {"name": "QUEUE_URL", "value": format!("http://{queue}")},
+                        {"name": "WORK_MS", "value": work_ms.to_string()}
+                    ]
+                }]
+            }
+        }
+    })
+}
+
+/// The executions of `job` as `GET .../executions` lists them.
+async fn executions(lab: &Lab, job: &str) -> Vec<Value> {
+    let (code, _, v) = lab
+        .call(
+            "GET",
+            &format!("{}/executions?{AV}", lab.job_url(job)),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{v}");
+    v["value"].as_array().cloned().unwrap_or_default()
+}
+
+fn running(execs: &[Value]) -> usize {
+    execs
+        .iter()
+        .filter(|e| e["properties"]["status"] == "Running")
+        .count()
+}
+
+fn at(row: &Value) -> chrono::DateTime<chrono::FixedOffset> {
+    chrono::DateTime::parse_from_rfc3339(row["TimeGenerated"].as_str().unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_job_drains_a_queue_within_max_executions() {
+    let lab = Lab::process().await;
+    lab.put_env().await;
+    let (code, h, v) = lab
+        .call(
+            "PUT",
+            &format!("{}?{AV}", lab.app_url("queue")),
+            Some(subject_app(json!([]), 1, json!([]))),
+        )
+        .await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(30)).await, "Succeeded");
+    let (_, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url("queue")), None)
+        .await;
+    let queue = v["properties"]["configuration"]["ingress"]["fqdn"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The spec example's own rule (azure-servicebus) is refused, naming the supported type.
+    let mut servicebus = event_job(&queue, 0);
+    servicebus["properties"]["configuration"]["eventTriggerConfig"]["scale"]["rules"] = json!([
+        {"name": "servicebuscalingrule", "type": "azure-servicebus", "metadata": {"topicName": "my-topic"}}
+    ]);
+    let (code, _, v) = lab
+        .call(
+            "PUT",
+            &format!("{}?{AV}", lab.job_url("sb")),
+            Some(servicebus),
+        )
+        .await;
+    assert_eq!(code, 400, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("azure-servicebus") && msg.contains("metrics-api"),
+        "{msg}"
+    );
+
+    // The job: created at an empty queue, it starts nothing.
+    let job = "drain";
+    let (code, h, v) = lab
+        .call(
+            "PUT",
+            &format!("{}?{AV}", lab.job_url(job)),
+            Some(event_job(&queue, 3000)),
+        )
+        .await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(5)).await, "Succeeded");
+    let (_, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.job_url(job)), None)
+        .await;
+    let cfg = &v["properties"]["configuration"];
+    assert_eq!(cfg["triggerType"], "Event");
+    assert_eq!(
+        cfg["eventTriggerConfig"]["scale"]["maxExecutions"],
+        MAX_EXECUTIONS
+    );
+    tokio::time::sleep(Duration::from_secs(POLLING_S + 1)).await;
+    assert!(
+        executions(&lab, job).await.is_empty(),
+        "no item, no execution"
+    );
+
+    // N items at once; sample the executions list until the queue is empty and all ended.
+    let (code, _, v) = lab
+        .call("POST", &format!("http://{queue}/queue?items={ITEMS}"), None)
+        .await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["length"], ITEMS);
+    let peak = AtomicUsize::new(0);
+    let done = eventually(
+        Duration::from_secs(90),
+        "queue drained, executions ended",
+        || {
+            let (lab, peak, queue) = (&lab, &peak, &queue);
+            async move {
+                let execs = executions(lab, job).await;
+                let now = running(&execs);
+                assert!(
+                    now <= MAX_EXECUTIONS,
+                    "{now} executions running at once, maxExecutions {MAX_EXECUTIONS}: {execs:?}"
+                );
+                peak.fetch_max(now, Ordering::SeqCst);
+                let (_, _, q) = lab
+                    .call("GET", &format!("http://{queue}/queue"), None)
+                    .await;
+                (q["length"] == 0 && q["taken"] == ITEMS && now == 0 && !execs.is_empty())
+                    .then_some(execs)
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        peak.into_inner(),
+        MAX_EXECUTIONS,
+        "the cap was reached, and held"
+    );
+    assert_eq!(done.len(), ITEMS, "one execution per item: {done:?}");
+    for e in &done {
+        assert_eq!(e["properties"]["status"], "Succeeded", "{e}");
+    }
+
+    // Each item taken exactly once, by one execution each, as the workers logged it.
+    let console = lab.console_rows();
+    let mut taken = Vec::new();
+    for e in &done {
+        let name = e["name"].as_str().unwrap();
+        let items: Vec<String> = console
+            .iter()
+            .filter(|r| r["ExecutionName_s"] == name)
+            .filter_map(|r| serde_json::from_str::<Value>(r["Log_s"].as_str()?).ok())
+            .filter(|l| l["event"] == "QUEUE_ITEM_TAKEN")
+            .map(|l| l["item"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(items.len(), 1, "{name} took {items:?}");
+        taken.extend(items);
+    }
+    let unique: BTreeSet<&String> = taken.iter().collect();
+    assert_eq!(unique.len(), ITEMS, "no item taken twice: {taken:?}");
+    let want: BTreeSet<String> = (1..=ITEMS).map(|i| format!("item-{i}")).collect();
+    assert_eq!(
+        unique.into_iter().cloned().collect::<BTreeSet<_>>(),
+        want,
+        "none lost"
+    );
+
+    // Executions start at polling instants: the first rows of each execution, grouped by
+    // instant, come in batches of at most maxExecutions, the first one full, a polling
+    // interval or more apart.
+    let system = lab.system_rows();
+    let mut starts: Vec<_> = done
+        .iter()
+        .map(|e| {
+            let name = e["name"].as_str().unwrap();
+            let rows: Vec<&Value> = system
+                .iter()
+                .filter(|r| r["ExecutionName_s"] == name)
+                .collect();
+            for reason in ["PullingImage", "ContainerStarted", "ContainerTerminated"] {
+                assert!(
+                    rows.iter().any(|r| r["Reason_s"] == reason),
+                    "{name} has a {reason} row: {rows:?}"
+                );
+            }
+            rows.iter().map(|r| at(r)).min().unwrap()
+        })
+        .collect();
+    starts.sort();
+    let mut batches: Vec<Vec<chrono::DateTime<chrono::FixedOffset>>> = Vec::new();
+    for s in starts {
+        match batches.last_mut() {
+            Some(b) if (s - b[0]).num_milliseconds() < 1000 => b.push(s),
+            _ => batches.push(vec![s]),
+        }
+    }
+    let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
+    eprintln!("executions started per polling interval: {sizes:?}");
+    assert_eq!(sizes[0], MAX_EXECUTIONS, "{sizes:?}");
+    assert!(sizes.iter().all(|n| *n <= MAX_EXECUTIONS), "{sizes:?}");
+    for w in batches.windows(2) {
+        let gap = (w[1][0] - w[0][0]).num_milliseconds();
+        assert!(
+            gap >= (POLLING_S * 1000 - 500) as i64,
+            "batches {gap} ms apart, polling every {POLLING_S} s: {sizes:?}"
+        );
+    }
+    lab.stop().await;
+}
