@@ -705,3 +705,123 @@ async fn an_empty_body_where_the_cli_parses_json_fails_the_command() {
     );
     s.stop().await;
 }
+
+/// `az containerapp job create --trigger-type Event` with a `metrics-api` rule on a subject's
+/// queue: the job drains the items enqueued, one execution each, as `job execution list` shows;
+/// a rule type localplane does not act on fails the command with the 400's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_creates_an_event_job_that_drains_a_queue() {
+    let Some(venv) = venv() else { return };
+    let s = Session::start(venv).await;
+    group_and_env(&s).await;
+    let created = create_app(&s, "queue", &[]).await;
+    let fqdn = created["properties"]["configuration"]["ingress"]["fqdn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let queue_env = format!("QUEUE_URL=http://{fqdn}");
+    let url = format!("url=http://{fqdn}/queue");
+    let create = |name: &'static str, rule_type: &'static str| {
+        let (queue_env, url) = (queue_env.clone(), url.clone());
+        let s = &s;
+        async move {
+            s.az(&[
+                "containerapp",
+                "job",
+                "create",
+                "-n",
+                name,
+                "-g",
+                RG,
+                "--environment",
+                "env",
+                "--trigger-type",
+                "Event",
+                "--replica-timeout",
+                "60",
+                "--replica-retry-limit",
+                "0",
+                "--parallelism",
+                "1",
+                "--replica-completion-count",
+                "1",
+                "--image",
+                "probelab/subject:dev",
+                "--env-vars",
+                "APP_MODE=queue-worker",
+                &queue_env,
+                "WORK_MS=0",
+                "--min-executions",
+                "0",
+                "--max-executions",
+                "2",
+                "--polling-interval",
+                "1",
+                "--scale-rule-name",
+                "queue",
+                "--scale-rule-type",
+                rule_type,
+                "--scale-rule-metadata",
+                &url,
+                "valueLocation=length",
+                "targetValue=1",
+            ])
+            .await
+        }
+    };
+    let refused = create("refused", "azure-servicebus").await;
+    assert!(!refused.ok, "{refused:?}");
+    assert!(
+        refused.stderr.contains("metrics-api"),
+        "the CLI shows the 400's message: {}",
+        refused.stderr
+    );
+    let made = create("drain", "metrics-api").await;
+    assert!(made.ok, "{made:?}");
+    let job = s
+        .arm_get(&format!(
+            "/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/jobs/drain?api-version=2025-07-01"
+        ))
+        .await;
+    let scale = &job["properties"]["configuration"]["eventTriggerConfig"]["scale"];
+    assert_eq!(scale["maxExecutions"], 2, "{job}");
+    assert_eq!(scale["rules"][0]["type"], "metrics-api", "{job}");
+    let port: u16 = fqdn.rsplit(':').next().unwrap().parse().unwrap();
+    let put = testkit::http::request_with_body(
+        testkit::http::loopback(port),
+        "POST",
+        "/queue?items=3",
+        "",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(put.status(), Some(200));
+    let listed = eventually(
+        Duration::from_secs(60),
+        "3 executions succeeded",
+        || async {
+            let l = s
+                .ok(&[
+                    "containerapp",
+                    "job",
+                    "execution",
+                    "list",
+                    "-n",
+                    "drain",
+                    "-g",
+                    RG,
+                ])
+                .await
+                .json();
+            let ok = l
+                .as_array()?
+                .iter()
+                .filter(|e| e["properties"]["status"] == "Succeeded")
+                .count();
+            (ok == 3).then_some(l)
+        },
+    )
+    .await;
+    assert_eq!(listed.as_array().unwrap().len(), 3, "{listed}");
+    s.stop().await;
+}
