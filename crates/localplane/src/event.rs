@@ -325,16 +325,35 @@ pub fn value_at(body: &Value, location: &str) -> Option<f64> {
     }
 }
 
-/// Reads `rule`'s metric: `GET url` (within [`METRIC_TIMEOUT`]), the number at `valueLocation`.
-pub async fn read_metric(rule: &MetricsApiRule) -> Result<f64, MetricError> {
-    let url = rule.url.clone();
+/// `url` as localplane's host reaches it: a host that names an app of the environment (as a
+/// job's container reaches it, `http://<app>/...` on port 80) becomes the app's ingress
+/// (`fqdn`, `127.0.0.1:<port>`); any other URL is kept.
+pub fn resolve_url(url: &str, app_fqdn: impl Fn(&str) -> Option<String>) -> String {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return url.to_string();
+    };
+    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    let host = authority.strip_suffix(":80").unwrap_or(authority);
+    if host.contains(':') {
+        return url.to_string();
+    }
+    match app_fqdn(host) {
+        Some(fqdn) => format!("http://{fqdn}{path}"),
+        None => url.to_string(),
+    }
+}
+
+/// Reads `rule`'s metric at `url` (the rule's, resolved by [`resolve_url`]): `GET` within
+/// [`METRIC_TIMEOUT`], the number at `valueLocation`.
+pub async fn read_metric(rule: &MetricsApiRule, url: &str) -> Result<f64, MetricError> {
+    let url = url.to_string();
     let http = |cause: String| MetricError::Http {
         url: url.clone(),
         cause,
     };
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<Empty<Bytes>>();
-    let req = http::Request::get(&rule.url)
+    let req = http::Request::get(&url)
         .header(http::header::USER_AGENT, "localplane-keda-metrics-api")
         .body(Empty::<Bytes>::new())
         .map_err(|e| http(e.to_string()))?;
@@ -594,6 +613,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(tag.min_count, MinCount::Keda);
+    }
+
+    #[test]
+    fn an_app_name_in_the_url_is_read_at_the_apps_ingress() {
+        let apps = |name: &str| (name == "queue").then(|| "127.0.0.1:4100".to_string());
+        assert_eq!(
+            resolve_url("http://queue/queue", apps),
+            "http://127.0.0.1:4100/queue"
+        );
+        assert_eq!(
+            resolve_url("http://queue:80/queue?x=1", apps),
+            "http://127.0.0.1:4100/queue?x=1"
+        );
+        assert_eq!(resolve_url("http://queue", apps), "http://127.0.0.1:4100");
+        for kept in [
+            "http://queue:8080/queue",
+            "http://other/queue",
+            "http://127.0.0.1:9/queue",
+        ] {
+            assert_eq!(resolve_url(kept, apps), kept);
+        }
     }
 
     #[test]

@@ -430,7 +430,8 @@ fn spawn_trigger(plane: &Arc<Plane>, job: String, trigger: &Trigger, stop: Cance
 }
 
 /// The poller of an event-driven job, as KEDA's ScaledJob loop: at once, then every
-/// `pollingInterval`, it reads each rule's metric (a failed read writes a `KEDAScalerFailed`
+/// `pollingInterval`, it reads each rule's metric (an app's name as the url's host is read at
+/// the app's ingress, [`crate::event::resolve_url`]; a failed read writes a `KEDAScalerFailed`
 /// row on the job and counts as an inactive rule), counts the job's executions not finished,
 /// and starts [`crate::event::executions_to_start`] executions of the job's current template.
 fn spawn_event_poller(plane: &Arc<Plane>, job: String, scale: EventScale, stop: CancellationToken) {
@@ -449,9 +450,18 @@ fn spawn_event_poller(plane: &Arc<Plane>, job: String, scale: EventScale, stop: 
                 () = shutdown.cancelled() => return,
             }
             next = (next + scale.polling_interval).max(tokio::time::Instant::now());
+            let urls: Vec<String> = {
+                let st = plane.lock();
+                let fqdn = |name: &str| st.apps.get(&key(name)).and_then(|a| a.fqdn());
+                scale
+                    .rules
+                    .iter()
+                    .map(|r| crate::event::resolve_url(&r.url, fqdn))
+                    .collect()
+            };
             let mut readings = Vec::new();
-            for rule in &scale.rules {
-                match crate::event::read_metric(rule).await {
+            for (rule, url) in scale.rules.iter().zip(&urls) {
+                match crate::event::read_metric(rule, url).await {
                     Ok(v) => readings.push(Reading::of(rule, v)),
                     Err(e) => plane.ctx.sink.system(
                         &owner,

@@ -19,7 +19,7 @@ const MAX_EXECUTIONS: usize = 3;
 const POLLING_S: u64 = 2;
 
 /// The spec example's body (`Job_CreateorUpdate_EventTrigger.json`, 2024-03-01) with a
-/// `metrics-api` rule on `queue`'s `/queue` and a `subject` queue worker as the container.
+/// `metrics-api` rule on app `queue`'s `/queue` and a `subject` queue worker as the container.
 fn event_job(queue: &str, work_ms: u64) -> Value {
     json!({
         "location": "local",
@@ -39,7 +39,10 @@ fn event_job(queue: &str, work_ms: u64) -> Value {
                             "name": "queuelength",
                             "type": "metrics-api",
                             "metadata": {
-                                "url": format!("http://{queue}/queue"),
+                                // The app's name, as in Azure's environment (localplane
+                                // reads it at the app's ingress); the worker, a process
+                                // here, is given the loopback address.
+                                "url": "http://queue/queue",
                                 "valueLocation": "length",
                                 "targetValue": "1"
                             }
