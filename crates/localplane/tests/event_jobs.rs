@@ -20,7 +20,7 @@ const POLLING_S: u64 = 2;
 
 /// The spec example's body (`Job_CreateorUpdate_EventTrigger.json`, 2024-03-01) with a
 /// `metrics-api` rule on app `queue`'s `/queue` and a `subject` queue worker as the container.
-fn event_job(queue: &str, work_ms: u64) -> Value {
+fn event_job(worker_queue_url: &str, work_ms: u64) -> Value {
     json!({
         "location": "local",
         "properties": {
@@ -40,8 +40,7 @@ fn event_job(queue: &str, work_ms: u64) -> Value {
                             "type": "metrics-api",
                             "metadata": {
                                 // The app's name, as in Azure's environment (localplane
-                                // reads it at the app's ingress); the worker, a process
-                                // here, is given the loopback address.
+                                // reads it at the app's ingress).
                                 "url": "http://queue/queue",
                                 "valueLocation": "length",
                                 "targetValue": "1"
@@ -57,7 +56,7 @@ fn event_job(queue: &str, work_ms: u64) -> Value {
                     "name": "worker",
                     "env": [
                         {"name": "APP_MODE", "value": "queue-worker"},
-                        {"name": "QUEUE_URL", "value": format!("http://{queue}")},
+                        {"name": "QUEUE_URL", "value": worker_queue_url},
                         {"name": "WORK_MS", "value": work_ms.to_string()}
                     ]
                 }]
@@ -92,7 +91,21 @@ fn at(row: &Value) -> chrono::DateTime<chrono::FixedOffset> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_job_drains_a_queue_within_max_executions() {
-    let lab = Lab::process().await;
+    // A process reaches the app at its loopback ingress only.
+    drains(Lab::process().await, |fqdn| format!("http://{fqdn}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_an_event_job_drains_a_queue_within_max_executions() {
+    let Some(lab) = Lab::docker().await else {
+        return;
+    };
+    // A container reaches the app by its name, as in Azure's environment.
+    drains(lab, |_| "http://queue".to_string()).await;
+}
+
+/// The scenario on `lab`; `worker_url` gives the workers' `QUEUE_URL` from the app's fqdn.
+async fn drains(lab: Lab, worker_url: impl Fn(&str) -> String) {
     lab.put_env().await;
     let (code, h, v) = lab
         .call(
@@ -112,7 +125,7 @@ async fn an_event_job_drains_a_queue_within_max_executions() {
         .to_string();
 
     // The spec example's own rule (azure-servicebus) is refused, naming the supported type.
-    let mut servicebus = event_job(&queue, 0);
+    let mut servicebus = event_job(&worker_url(&queue), 0);
     servicebus["properties"]["configuration"]["eventTriggerConfig"]["scale"]["rules"] = json!([
         {"name": "servicebuscalingrule", "type": "azure-servicebus", "metadata": {"topicName": "my-topic"}}
     ]);
@@ -136,7 +149,7 @@ async fn an_event_job_drains_a_queue_within_max_executions() {
         .call(
             "PUT",
             &format!("{}?{AV}", lab.job_url(job)),
-            Some(event_job(&queue, 3000)),
+            Some(event_job(&worker_url(&queue), 3000)),
         )
         .await;
     assert_eq!(code, 201, "{v}");
