@@ -274,3 +274,68 @@ async fn drains(lab: Lab, worker_url: impl Fn(&str) -> String) {
     }
     lab.stop().await;
 }
+
+/// `minExecutions` 1 at an empty queue: an execution is always running or being started (each
+/// worker finds nothing and exits 0, the next poll starts another), and never more than one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_executions_keep_one_running_at_an_empty_queue() {
+    let lab = Lab::process().await;
+    lab.put_env().await;
+    let (code, h, v) = lab
+        .call(
+            "PUT",
+            &format!("{}?{AV}", lab.app_url("queue")),
+            Some(subject_app(json!([]), 1, json!([]))),
+        )
+        .await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(30)).await, "Succeeded");
+    let (_, _, v) = lab
+        .call("GET", &format!("{}?{AV}", lab.app_url("queue")), None)
+        .await;
+    let fqdn = v["properties"]["configuration"]["ingress"]["fqdn"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut body = event_job(&format!("http://{fqdn}"), 0);
+    body["properties"]["configuration"]["eventTriggerConfig"]["scale"]["minExecutions"] = json!(1);
+    body["properties"]["configuration"]["eventTriggerConfig"]["scale"]["pollingInterval"] =
+        json!(1);
+    let (code, h, v) = lab
+        .call("PUT", &format!("{}?{AV}", lab.job_url("idle")), Some(body))
+        .await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(lab.wait_op(&h, Duration::from_secs(5)).await, "Succeeded");
+    let done = eventually(Duration::from_secs(60), "3 executions ended", || async {
+        let execs = executions(&lab, "idle").await;
+        assert!(
+            running(&execs) <= 1,
+            "one at a time at an empty queue: {execs:?}"
+        );
+        let ended = execs
+            .iter()
+            .filter(|e| e["properties"]["status"] == "Succeeded")
+            .count();
+        (ended >= 3).then_some(execs)
+    })
+    .await;
+    let (code, _, _) = lab
+        .call("DELETE", &format!("{}?{AV}", lab.job_url("idle")), None)
+        .await;
+    assert!(code == 202 || code == 204, "{code}");
+    let console = lab.console_rows();
+    for e in done
+        .iter()
+        .filter(|e| e["properties"]["status"] == "Succeeded")
+    {
+        let name = e["name"].as_str().unwrap();
+        assert!(
+            console.iter().any(|r| r["ExecutionName_s"] == name
+                && r["Log_s"]
+                    .as_str()
+                    .is_some_and(|l| l.contains("QUEUE_EMPTY"))),
+            "{name} found the queue empty"
+        );
+    }
+    lab.stop().await;
+}
