@@ -339,3 +339,41 @@ async fn min_executions_keep_one_running_at_an_empty_queue() {
     }
     lab.stop().await;
 }
+
+/// A rule whose url does not answer: a `KEDAScalerFailed` Warning row on the job at each poll,
+/// and no execution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_metric_writes_keda_scaler_failed_and_starts_nothing() {
+    let lab = Lab::process().await;
+    lab.put_env().await;
+    let port = testkit::http::free_port().unwrap();
+    let mut body = event_job(&format!("http://127.0.0.1:{port}"), 0);
+    body["properties"]["configuration"]["eventTriggerConfig"]["scale"]["rules"][0]["metadata"]["url"] =
+        json!(format!("http://127.0.0.1:{port}/queue"));
+    let (code, _, v) = lab
+        .call("PUT", &format!("{}?{AV}", lab.job_url("blind")), Some(body))
+        .await;
+    assert_eq!(code, 201, "{v}");
+    let rows = eventually(
+        Duration::from_secs(20),
+        "two KEDAScalerFailed rows",
+        || async {
+            let rows: Vec<Value> = lab
+                .system_rows()
+                .into_iter()
+                .filter(|r| r["JobName_s"] == "blind" && r["Reason_s"] == "KEDAScalerFailed")
+                .collect();
+            (rows.len() >= 2).then_some(rows)
+        },
+    )
+    .await;
+    assert_eq!(rows[0]["Type_s"], "Warning");
+    assert_eq!(rows[0]["ExecutionName_s"], "");
+    let log = rows[0]["Log_s"].as_str().unwrap();
+    assert!(
+        log.contains("queuelength") && log.contains(&port.to_string()),
+        "{log}"
+    );
+    assert!(executions(&lab, "blind").await.is_empty());
+    lab.stop().await;
+}
