@@ -72,8 +72,12 @@ pub struct ListArgs {
     pub labs_dir: PathBuf,
     /// One JSON object per lab on stdout instead of the table (name, file, title, question,
     /// kind, quick_s, full_s, error).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
+    /// The catalogue as a Markdown table (lab, kind, expected verdict, quick, full, question):
+    /// README's catalogue is this output, checked by a test.
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -265,10 +269,12 @@ fn lab_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 fn list(a: ListArgs) -> anyhow::Result<u8> {
-    let entries: Vec<Entry> = lab_files(&a.labs_dir)?
+    let mut entries: Vec<Entry> = lab_files(&a.labs_dir)?
         .into_iter()
         .map(Entry::read)
         .collect();
+    // By name, so a control (`<lab>-<variant>`) follows its lab.
+    entries.sort_by(|x, y| x.name.cmp(&y.name));
     if entries.is_empty() {
         anyhow::bail!("{} holds no *.toml lab", a.labs_dir.display());
     }
@@ -291,7 +297,11 @@ fn list(a: ListArgs) -> anyhow::Result<u8> {
         .max()
         .unwrap_or(4)
         .max(4);
-    if !a.json {
+    if a.markdown {
+        o.push_str(
+            "| lab | kind | expects | quick | full | question |\n|---|---|---|---|---|---|\n",
+        );
+    } else if !a.json {
         let _ = writeln!(
             o,
             "{:<w$} {:<14} {:>10} {:>10}  QUESTION",
@@ -300,7 +310,23 @@ fn list(a: ListArgs) -> anyhow::Result<u8> {
     }
     for e in &entries {
         let err = e.error();
-        if a.json {
+        if a.markdown {
+            let (kind, expects, question) = match &e.full {
+                Ok(l) => (
+                    lab::describe::kind_name(l),
+                    l.hypothesis.expect.as_deref().unwrap_or("-"),
+                    l.question.replace('|', "\\|"),
+                ),
+                Err(_) => ("invalid", "-", "(the lab file has errors)".to_owned()),
+            };
+            let _ = writeln!(
+                o,
+                "| `{}` | {kind} | {expects} | {} | {} | {question} |",
+                e.name,
+                len(e.quick.as_ref()),
+                len(Some(&e.full)),
+            );
+        } else if a.json {
             let ok = e.full.as_ref().ok();
             let line = serde_json::json!({
                 "name": e.name,
@@ -331,7 +357,11 @@ fn list(a: ListArgs) -> anyhow::Result<u8> {
             broken.push(err);
         }
     }
-    if !a.json && !broken.is_empty() {
+    if a.markdown {
+        for b in &broken {
+            eprintln!("invalid: {b}");
+        }
+    } else if !a.json && !broken.is_empty() {
         let _ = writeln!(o);
         for b in &broken {
             let _ = writeln!(o, "invalid: {b}");
