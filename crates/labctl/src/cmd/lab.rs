@@ -268,6 +268,46 @@ fn lab_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// A schedule's length in words; `-` when the profile does not exist.
+fn len(l: Option<&Result<lab::Lab, lab::LabError>>) -> String {
+    match l {
+        None => "-".to_owned(),
+        Some(Err(_)) => "invalid".to_owned(),
+        Some(Ok(l)) => lab::describe::human(lab::describe::schedule_length(l)),
+    }
+}
+
+/// `lab list --markdown`: the catalogue table README holds; broken files named on stderr.
+fn markdown(entries: &[Entry]) -> anyhow::Result<u8> {
+    let mut o = String::from(
+        "| lab | kind | expects | quick | full | question |\n|---|---|---|---|---|---|\n",
+    );
+    let mut broken = false;
+    for e in entries {
+        if let Some(err) = e.error() {
+            eprintln!("invalid: {err}");
+            broken = true;
+        }
+        let (kind, expects, question) = match &e.full {
+            Ok(l) => (
+                lab::describe::kind_name(l),
+                l.hypothesis.expect.as_deref().unwrap_or("-"),
+                l.question.replace('|', "\\|"),
+            ),
+            Err(_) => ("invalid", "-", "(the lab file has errors)".to_owned()),
+        };
+        let _ = writeln!(
+            o,
+            "| `{}` | {kind} | {expects} | {} | {} | {question} |",
+            e.name,
+            len(e.quick.as_ref()),
+            len(Some(&e.full)),
+        );
+    }
+    print_out(&o)?;
+    Ok(if broken { exit::ERROR } else { exit::HELD })
+}
+
 fn list(a: ListArgs) -> anyhow::Result<u8> {
     let mut entries: Vec<Entry> = lab_files(&a.labs_dir)?
         .into_iter()
@@ -278,15 +318,13 @@ fn list(a: ListArgs) -> anyhow::Result<u8> {
     if entries.is_empty() {
         anyhow::bail!("{} holds no *.toml lab", a.labs_dir.display());
     }
+    if a.markdown {
+        return markdown(&entries);
+    }
     let secs = |l: &Result<lab::Lab, lab::LabError>| {
         l.as_ref()
             .ok()
             .map(|l| lab::describe::schedule_length(l).as_secs())
-    };
-    let len = |l: Option<&Result<lab::Lab, lab::LabError>>| match l {
-        None => "-".to_owned(),
-        Some(Err(_)) => "invalid".to_owned(),
-        Some(Ok(l)) => lab::describe::human(lab::describe::schedule_length(l)),
     };
     let mut broken = Vec::new();
     let mut o = String::new();
@@ -297,11 +335,7 @@ fn list(a: ListArgs) -> anyhow::Result<u8> {
         .max()
         .unwrap_or(4)
         .max(4);
-    if a.markdown {
-        o.push_str(
-            "| lab | kind | expects | quick | full | question |\n|---|---|---|---|---|---|\n",
-        );
-    } else if !a.json {
+    if !a.json {
         let _ = writeln!(
             o,
             "{:<w$} {:<14} {:>10} {:>10}  QUESTION",
@@ -310,23 +344,7 @@ fn list(a: ListArgs) -> anyhow::Result<u8> {
     }
     for e in &entries {
         let err = e.error();
-        if a.markdown {
-            let (kind, expects, question) = match &e.full {
-                Ok(l) => (
-                    lab::describe::kind_name(l),
-                    l.hypothesis.expect.as_deref().unwrap_or("-"),
-                    l.question.replace('|', "\\|"),
-                ),
-                Err(_) => ("invalid", "-", "(the lab file has errors)".to_owned()),
-            };
-            let _ = writeln!(
-                o,
-                "| `{}` | {kind} | {expects} | {} | {} | {question} |",
-                e.name,
-                len(e.quick.as_ref()),
-                len(Some(&e.full)),
-            );
-        } else if a.json {
+        if a.json {
             let ok = e.full.as_ref().ok();
             let line = serde_json::json!({
                 "name": e.name,
@@ -357,11 +375,7 @@ fn list(a: ListArgs) -> anyhow::Result<u8> {
             broken.push(err);
         }
     }
-    if a.markdown {
-        for b in &broken {
-            eprintln!("invalid: {b}");
-        }
-    } else if !a.json && !broken.is_empty() {
+    if !a.json && !broken.is_empty() {
         let _ = writeln!(o);
         for b in &broken {
             let _ = writeln!(o, "invalid: {b}");
