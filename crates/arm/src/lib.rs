@@ -17,6 +17,8 @@ pub mod client;
 pub mod error;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+pub mod operations;
+pub mod template;
 /// The Microsoft.App resource model (the `appmodel` crate, shared with localplane).
 pub use appmodel as models;
 pub mod tls;
@@ -27,6 +29,7 @@ mod client_tests;
 #[cfg(test)]
 mod https_tests;
 
-pub use client::{ArmClient, ClientConfig, RetryPolicy, Scope, fresh_revision_suffix};
+pub use client::{ArmClient, ClientConfig, RetryPolicy, Scope};
 pub use error::ArmError;
+pub use template::{fresh_revision_suffix, set_env_in_template};
 pub use token::{BearerToken, IdentityEnv, TokenSource, TokenSourceKind};

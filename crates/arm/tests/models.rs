@@ -21,8 +21,8 @@ fn setting_one_env_var_keeps_the_whole_template() {
     let app: ContainerApp = serde_json::from_value(body("ContainerApps_Get")).unwrap();
     let mut t = app.properties.template.clone().unwrap();
     let before = serde_json::to_value(&t).unwrap();
-    assert!(arm::client::set_env_in_template(&mut t, None, "SIMULATION", "zombie").unwrap());
-    assert!(!arm::client::set_env_in_template(&mut t, None, "SIMULATION", "zombie").unwrap());
+    assert!(arm::set_env_in_template(&mut t, None, "SIMULATION", "zombie").unwrap());
+    assert!(!arm::set_env_in_template(&mut t, None, "SIMULATION", "zombie").unwrap());
     assert_eq!(t.containers[0].env_value("SIMULATION"), Some("zombie"));
     let mut after = serde_json::to_value(&t).unwrap();
     after["containers"][0]
@@ -30,5 +30,5 @@ fn setting_one_env_var_keeps_the_whole_template() {
         .unwrap()
         .remove("env");
     assert_eq!(after, before, "only env changed");
-    assert!(arm::client::set_env_in_template(&mut t, Some("nope"), "A", "b").is_err());
+    assert!(arm::set_env_in_template(&mut t, Some("nope"), "A", "b").is_err());
 }

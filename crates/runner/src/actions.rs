@@ -514,8 +514,8 @@ fn set_app_container_env<'a>(
     env: impl Iterator<Item = (&'a String, &'a String)>,
 ) -> Result<(), arm::ArmError> {
     for (k, v) in env {
-        arm::client::set_env_in_template(template, Some(app), k, v)
-            .or_else(|_| arm::client::set_env_in_template(template, None, k, v))?;
+        arm::set_env_in_template(template, Some(app), k, v)
+            .or_else(|_| arm::set_env_in_template(template, None, k, v))?;
     }
     Ok(())
 }
