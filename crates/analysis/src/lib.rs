@@ -27,6 +27,7 @@ pub mod runs;
 pub mod strength;
 pub mod table;
 pub mod timeline;
+pub mod timeline_series;
 pub mod timeline_svg;
 pub mod ts;
 pub mod verdict;

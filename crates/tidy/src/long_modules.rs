@@ -31,7 +31,7 @@ pub const AWAITING_SPLIT: &[(&str, &str)] = &[
     ),
     (
         "crates/analysis/src/timeline_svg.rs",
-        "series (judged) / SVG drawing",
+        "scene and layout / the panels",
     ),
     (
         "crates/analysis/src/verdict.rs",

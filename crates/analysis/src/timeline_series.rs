@@ -1,0 +1,208 @@
+//! What the timeline shows, as data: the fired events (markers), the steps' spans, the lab's
+//! span and the replicas per revision per sampler tick, computed from the judged [`Analysis`].
+//! [`crate::timeline_svg`] only draws them; the tests read them here without parsing SVG.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::Analysis;
+use crate::rule::BucketRow;
+use crate::ts::parse_ms;
+
+/// One fired perturbation event (the earliest action record of a step's event).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Marker {
+    pub step: String,
+    pub event: u32,
+    pub kind: String,
+    pub ts_ms: i64,
+    pub perturbation_id: Option<String>,
+    /// `ok` unless an action record of the event failed.
+    pub outcome: String,
+}
+
+/// Every fired event of `runs.json` (none without one), in time order.
+pub fn markers(a: &Analysis) -> Vec<Marker> {
+    let Ok(rf) = &a.runs_file else {
+        return Vec::new();
+    };
+    let mut by: BTreeMap<(String, u32), Marker> = BTreeMap::new();
+    for s in &rf.steps {
+        for act in &s.actions {
+            let Some(ts) = parse_ms(&act.ts) else {
+                continue;
+            };
+            let m = by.entry((s.name.clone(), act.event)).or_insert(Marker {
+                step: s.name.clone(),
+                event: act.event,
+                kind: act.kind.clone(),
+                ts_ms: ts,
+                perturbation_id: act.perturbation_id.clone(),
+                outcome: "ok".into(),
+            });
+            m.ts_ms = m.ts_ms.min(ts);
+            if m.perturbation_id.is_none() {
+                m.perturbation_id = act.perturbation_id.clone();
+            }
+            if act.outcome != "ok" {
+                m.outcome = act.outcome.clone();
+            }
+        }
+    }
+    let mut v: Vec<Marker> = by.into_values().collect();
+    v.sort_by(|a, b| (a.ts_ms, &a.step, a.event).cmp(&(b.ts_ms, &b.step, b.event)));
+    v
+}
+
+/// A step of `runs.json` with its time span (end: the next step's start, or the data's end).
+#[derive(Clone, Debug)]
+pub struct StepSpan {
+    pub name: String,
+    pub phase: String,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub has_actions: bool,
+}
+
+fn data_span(a: &Analysis) -> Option<(i64, i64)> {
+    let w = a.acc.window_ms;
+    let lo = a.q2.iter().map(|r| r.start_ms).min()?;
+    let hi = a.q2.iter().map(|r| r.start_ms + w).max()?;
+    Some((lo, hi))
+}
+
+/// The steps of `runs.json` (none without one).
+pub fn steps(a: &Analysis) -> Vec<StepSpan> {
+    let Ok(rf) = &a.runs_file else {
+        return Vec::new();
+    };
+    let data_end = data_span(a).map(|s| s.1);
+    let mut out: Vec<StepSpan> = Vec::new();
+    let starts: Vec<Option<i64>> = rf.steps.iter().map(|s| s.start_ms()).collect();
+    for (i, s) in rf.steps.iter().enumerate() {
+        let Some(start) = starts[i] else { continue };
+        let end = s
+            .end_ms()
+            .or_else(|| starts.get(i + 1).copied().flatten())
+            .or(data_end)
+            .unwrap_or(start)
+            .max(start);
+        out.push(StepSpan {
+            name: s.name.clone(),
+            phase: s.phase.clone(),
+            start_ms: start,
+            end_ms: end,
+            has_actions: !s.actions.is_empty(),
+        });
+    }
+    out
+}
+
+/// The whole lab's span: the first step's start (else the first window) to the last step's end
+/// (else the last window's end). `None` when there is nothing to draw.
+pub fn lab_span(a: &Analysis) -> Option<(i64, i64)> {
+    let st = steps(a);
+    let d = data_span(a);
+    let lo = st.iter().map(|s| s.start_ms).min().or(d.map(|d| d.0))?;
+    let hi = st
+        .iter()
+        .map(|s| s.end_ms)
+        .max()
+        .into_iter()
+        .chain(d.map(|d| d.1))
+        .max()?;
+    Some((lo, hi.max(lo + 1000)))
+}
+
+/// Rows of the main scenario, per run, in time order.
+pub(crate) fn main_rows(a: &Analysis) -> BTreeMap<&str, Vec<&BucketRow>> {
+    let mut by: BTreeMap<&str, Vec<&BucketRow>> = BTreeMap::new();
+    for r in a.q2.iter().filter(|r| r.scenario == "main") {
+        by.entry(r.run_id.as_str()).or_default().push(r);
+    }
+    for v in by.values_mut() {
+        v.sort_by_key(|r| r.start_ms);
+    }
+    by
+}
+
+/// Replicas per `app/revision` at each sampler tick: `(series, [(ms, count)])`; series keep
+/// one sampler execution apart from another so lines never join two samplers' ticks.
+/// Per `app/revision`: one `(execution, points)` per sampler execution.
+pub type ReplicaSeries = BTreeMap<String, Vec<(String, Vec<(i64, f64)>)>>;
+/// A sampler execution `(sampler, run)` and one of its ticks.
+type TickKey = ((String, String), (i64, u64));
+
+/// The sampler execution of a line: its sampler and run_id, else its perturbation_id (one per
+/// step, or per event with per-event ids).
+fn sampler_exec(
+    sampler: &Option<String>,
+    run_id: &Option<String>,
+    perturbation_id: &Option<String>,
+) -> (String, String) {
+    (
+        sampler.clone().unwrap_or_default(),
+        run_id
+            .clone()
+            .or_else(|| perturbation_id.clone())
+            .unwrap_or_default(),
+    )
+}
+
+/// One tick of an execution: its number when the sampler printed one, else its second.
+fn tick_key(tick: Option<u64>, ms: i64) -> (i64, u64) {
+    match tick {
+        Some(t) => (0, t),
+        None => (ms.div_euclid(1000), 0),
+    }
+}
+
+/// Replicas per `app/revision` over time, as the replica panel draws them (public for tests).
+pub fn replica_series(a: &Analysis) -> ReplicaSeries {
+    // (sampler, execution) -> tick key -> revision -> count.
+    type Ticks = BTreeMap<(i64, u64), BTreeMap<String, u32>>;
+    let mut execs: BTreeMap<(String, String), Ticks> = BTreeMap::new();
+    // Tick times: the earliest sample of each tick.
+    let mut tick_ms: BTreeMap<TickKey, i64> = BTreeMap::new();
+    let mut note_tick = |exec: &(String, String), key: (i64, u64), ms: i64| {
+        let e = tick_ms.entry((exec.clone(), key)).or_insert(ms);
+        *e = (*e).min(ms);
+    };
+    // An active revision sampled with no replica (scaled to zero) counts 0 at that tick: its
+    // revision line says so, where the replica inventory has no row to count.
+    for s in &a.acc.rev_samples {
+        let exec = sampler_exec(&s.sampler, &s.run_id, &s.perturbation_id);
+        let ms = s.ts.epoch_ms();
+        let key = tick_key(s.tick, ms);
+        note_tick(&exec, key, ms);
+        let e = execs.entry(exec).or_default().entry(key).or_default();
+        if s.active {
+            e.entry(format!("{}/{}", s.app, s.revision)).or_insert(0);
+        }
+    }
+    for s in &a.acc.replica_samples {
+        let exec = sampler_exec(&s.sampler, &s.run_id, &s.perturbation_id);
+        let ms = s.ts.epoch_ms();
+        let key = tick_key(s.tick, ms);
+        note_tick(&exec, key, ms);
+        let e = execs.entry(exec).or_default().entry(key).or_default();
+        *e.entry(format!("{}/{}", s.app, s.revision)).or_insert(0) += 1;
+    }
+    let mut out: ReplicaSeries = BTreeMap::new();
+    for (exec, ticks) in &execs {
+        let revs: BTreeSet<&String> = ticks.values().flat_map(|m| m.keys()).collect();
+        for rev in revs {
+            let mut pts: Vec<(i64, f64)> = ticks
+                .iter()
+                .filter_map(|(k, m)| {
+                    let ms = *tick_ms.get(&(exec.clone(), *k))?;
+                    Some((ms, m.get(rev).copied().unwrap_or(0) as f64))
+                })
+                .collect();
+            pts.sort_by_key(|p| p.0);
+            out.entry(rev.clone())
+                .or_default()
+                .push((format!("{}:{}", exec.0, exec.1), pts));
+        }
+    }
+    out
+}
