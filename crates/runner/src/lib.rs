@@ -25,6 +25,7 @@ pub mod azure;
 pub mod deploy;
 pub mod error;
 pub mod jobs;
+pub mod loadgen;
 pub mod local;
 pub mod logs;
 pub mod pack;

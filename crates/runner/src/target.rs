@@ -96,11 +96,29 @@ pub enum Addressing {
     ByFqdn,
 }
 
+/// Which platform a [`Target`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    /// localplane, started in-process.
+    Local,
+    /// Azure Container Apps (or any ARM endpoint).
+    Azure,
+}
+
+impl TargetKind {
+    /// `local` or `azure`, as runs.json and the progress lines name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetKind::Local => "local",
+            TargetKind::Azure => "azure",
+        }
+    }
+}
+
 /// Where a lab runs.
 #[derive(Clone, Debug)]
 pub struct Target {
-    /// `local` or `azure`.
-    pub kind: &'static str,
+    pub kind: TargetKind,
     pub arm: ArmClient,
     pub scope: Scope,
     pub env_name: String,
@@ -139,7 +157,7 @@ impl Target {
         let arm = ArmClient::new(cfg, TokenSource::none())?;
         let (env_name, loadgen_job, sampler_job) = names(DEFAULT_BASE_NAME);
         Ok(Target {
-            kind: "local",
+            kind: TargetKind::Local,
             arm,
             scope: Scope::new(LOCAL_SUBSCRIPTION, LOCAL_RESOURCE_GROUP),
             env_name,
@@ -209,7 +227,7 @@ impl Target {
             }
         };
         Ok(Target {
-            kind: "azure",
+            kind: TargetKind::Azure,
             arm,
             scope: Scope::new(sub, rg),
             env_name,

@@ -60,7 +60,7 @@ async fn update_then_start_patches_the_template_and_override_leaves_it_alone() {
     let dir = tempfile::tempdir().unwrap();
     let lp = plane(dir.path()).await;
     let t = azure_target(&lp.base_url());
-    assert_eq!(t.kind, "azure");
+    assert_eq!(t.kind, runner::target::TargetKind::Azure);
     deploy::local_infrastructure(&t, Duration::from_secs(600))
         .await
         .unwrap();

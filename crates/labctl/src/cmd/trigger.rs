@@ -187,7 +187,7 @@ pub fn run(a: Args) -> anyhow::Result<u8> {
         let mut record = RunsRecord {
             lab: format!("trigger-{phase}"),
             profile: "full".into(),
-            target: target.kind.into(),
+            target: target.kind.as_str().into(),
             started: iso(now),
             incomplete: true,
             time_scale: 1.0,
