@@ -8,8 +8,8 @@ use std::time::Duration;
 use azure_core::credentials::{AccessToken, Secret, TokenCredential, TokenRequestOptions};
 use tokio::time::Instant;
 
-use crate::fake::{FakeArm, Fault};
 use crate::*;
+use testkit::fake_arm::{FakeArm, Fault};
 
 fn scope() -> Scope {
     Scope::new("00000000-0000-0000-0000-000000000000", "rg")

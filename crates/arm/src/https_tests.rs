@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use testkit::test_ca::TestCa;
 
-use crate::fake::{FakeArm, FakeIdentity};
 use crate::*;
+use testkit::fake_arm::{FakeArm, FakeIdentity};
 
 const CHILD_ENV: &str = "PROBELAB_ARM_HTTPS_CHILD";
 const TOKEN_PREFIX: &str = "probelab-https-token";

@@ -15,8 +15,6 @@
 
 pub mod client;
 pub mod error;
-#[cfg(any(test, feature = "fake"))]
-pub mod fake;
 pub mod operations;
 pub mod template;
 /// The Microsoft.App resource model (the `appmodel` crate, shared with localplane).

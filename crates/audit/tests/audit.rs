@@ -6,8 +6,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use arm::fake::FakeArm;
 use labkit::event::{Line, MarkerPhase};
+use testkit::fake_arm::FakeArm;
 use tokio::io::AsyncReadExt;
 
 fn audit(base: &str, window: &str) -> tokio::process::Command {

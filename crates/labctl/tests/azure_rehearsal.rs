@@ -9,7 +9,7 @@
 //!   (`LOCALPLANE_TOKEN`, issue 19);
 //! - the token from a stand-in managed-identity endpoint (`IDENTITY_ENDPOINT` +
 //!   `IDENTITY_HEADER`, App Service protocol `api-version=2019-08-01`, as Container Apps
-//!   provides it: `arm::fake::FakeIdentity`), fetched by azure_identity's
+//!   provides it: `testkit::fake_arm::FakeIdentity`), fetched by azure_identity's
 //!   ManagedIdentityCredential exactly as on Azure; it issues localplane's token for
 //!   `https://management.azure.com` and another one for `https://api.loganalytics.io`;
 //! - the Log Analytics query API stand-in (`testkit::log_analytics`, also behind HTTPS) over
@@ -159,7 +159,7 @@ struct Stage {
     _ca: TestCa,
     ca_file: PathBuf,
     arm: HttpsFront,
-    identity: arm::fake::FakeIdentity,
+    identity: testkit::fake_arm::FakeIdentity,
     la: LogAnalytics,
     la_front: HttpsFront,
     proxy: String,
@@ -189,9 +189,10 @@ impl Stage {
         let ca_file = dir.join("rehearsal-ca.pem");
         ca.write_pem(&ca_file).unwrap();
         let arm = HttpsFront::start(&ca, lp.addr()).await.unwrap();
-        let identity = arm::fake::FakeIdentity::start(IDENTITY_SECRET, None, "unused", 3600)
-            .await
-            .unwrap();
+        let identity =
+            testkit::fake_arm::FakeIdentity::start(IDENTITY_SECRET, None, "unused", 3600)
+                .await
+                .unwrap();
         identity.issue_for("https://management.azure.com", ARM_TOKEN);
         identity.issue_for("https://api.loganalytics.io", LA_TOKEN);
         let la = LogAnalytics::start(log_analytics::Config {

@@ -1,4 +1,4 @@
-//! The perturbation sampler in-process against the fake ARM (`arm::fake`: exact control of
+//! The perturbation sampler in-process against the fake ARM (`testkit::fake_arm`: exact control of
 //! revisions and hangs), and as a process against a fake managed identity endpoint. The tests
 //! against localplane are in `localplane.rs`.
 
@@ -9,11 +9,11 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use arm::fake::{FakeArm, FakeIdentity};
 use common::*;
 use labkit::event::Line;
 use sampler::sink::Memory;
 use testkit::events::sampler_errors;
+use testkit::fake_arm::{FakeArm, FakeIdentity};
 
 #[tokio::test]
 async fn samples_appear_for_each_revision_and_replica_between_markers() {
@@ -110,7 +110,7 @@ async fn a_hanging_call_is_cut_at_its_slot_and_the_next_tick_starts_on_time() {
     let run = sampler::run_with(&cfg, &arm, &sink, std::future::pending());
     let inject = async {
         tokio::time::sleep(Duration::from_millis(700)).await;
-        fake.inject(arm::fake::Fault {
+        fake.inject(testkit::fake_arm::Fault {
             kind: "hang".into(),
             count: 1,
             retry_after_s: None,

@@ -24,6 +24,7 @@
 pub mod bins;
 pub mod docker;
 pub mod events;
+pub mod fake_arm;
 pub mod http;
 pub mod https_front;
 #[cfg(feature = "localplane")]

@@ -1,4 +1,5 @@
-//! A small in-process fake of the ARM subset the samplers use, for tests (feature `fake`).
+//! A small in-process fake of the ARM subset the samplers use: arm's, the samplers' and
+//! labctl's tests drive the ARM client against it.
 //!
 //! It serves `containerApps/{app}` (GET, PATCH answered 202 + `Azure-AsyncOperation`),
 //! `revisions` (paged by `page_size` with `nextLink`), `revisions/{rev}/replicas`,
