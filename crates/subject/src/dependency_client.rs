@@ -133,7 +133,8 @@ fn ms(start: Instant) -> f64 {
     (start.elapsed().as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// An error and its causes, `: `-separated (also the queue worker's).
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -17,6 +17,7 @@ use labkit::event::SubjectEvent;
 use tokio::time::Instant;
 
 use crate::Exit;
+use crate::dependency_client::error_chain;
 use crate::state::AppState;
 
 /// Tries of `POST /queue/take` before the worker gives up (one every [`RETRY_DELAY`]).
@@ -68,7 +69,7 @@ pub async fn run(
             return Exit { code: 0 };
         }
         Err(e) => {
-            let chain = anyhow_like(&e);
+            let chain = error_chain(&e);
             tracing::error!(target_url = %url, attempts = TAKE_ATTEMPTS, error = %chain, "cannot take an item");
             return Exit { code: 1 };
         }
@@ -97,18 +98,6 @@ pub async fn run(
         ..state.line(SubjectEvent::QueueItemDone)
     });
     Exit { code: 0 }
-}
-
-/// An error and its causes, `: `-separated.
-fn anyhow_like(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 /// Up to [`TAKE_ATTEMPTS`] takes; the last error when none answered.

@@ -11,8 +11,8 @@
 use std::collections::BTreeSet;
 
 use crate::lexer::{line_of, word_offsets};
-use crate::source::{test_code_files, test_ranges};
-use crate::tree::{Kind, SourceFile};
+use crate::source::{non_test_files, test_ranges};
+use crate::tree::SourceFile;
 use crate::{Rule, Violation, Workspace};
 
 /// The most lines a function may have without saying why.
@@ -36,12 +36,7 @@ pub struct Function {
 pub fn check(ws: &Workspace) -> Vec<Violation> {
     let mut out = Vec::new();
     for krate in &ws.crates {
-        let test_files = test_code_files(krate);
-        let files = krate
-            .files
-            .iter()
-            .filter(|f| f.kind != Kind::Test && !test_files.contains(&f.in_crate));
-        for file in files {
+        for file in non_test_files(krate) {
             let tests = test_ranges(&file.code);
             for f in functions(&file.code) {
                 if f.lines <= LIMIT || tests.iter().any(|r| r.contains(&f.at)) {

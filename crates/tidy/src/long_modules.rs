@@ -9,8 +9,8 @@
 //! split is still to do (docs/ARCHITECTURE.md names them as debt, not as exemptions). An entry
 //! that is no longer over the limit fails too, so the list only shrinks.
 
-use crate::source::{test_code_files, test_ranges};
-use crate::tree::{Kind, SourceFile};
+use crate::source::{non_test_files, test_ranges};
+use crate::tree::SourceFile;
 use crate::{Rule, Violation, Workspace};
 
 /// The most lines a module may have outside its test code without saying why.
@@ -71,12 +71,7 @@ pub fn check(ws: &Workspace) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut awaiting_seen = Vec::new();
     for krate in &ws.crates {
-        let test_files = test_code_files(krate);
-        let files = krate
-            .files
-            .iter()
-            .filter(|f| f.kind != Kind::Test && !test_files.contains(&f.in_crate));
-        for file in files {
+        for file in non_test_files(krate) {
             let lines = non_test_lines(file);
             if lines <= LIMIT || excused(&file.text) {
                 continue;

@@ -336,6 +336,16 @@ fn test_only_files(krate: &Crate) -> BTreeSet<PathBuf> {
     )
 }
 
+/// The crate's `src/` files that are not test code as a whole (their inline `#[cfg(test)]`
+/// items are still in them: see [`test_ranges`]).
+pub fn non_test_files(krate: &Crate) -> impl Iterator<Item = &SourceFile> {
+    let test_files = test_code_files(krate);
+    krate
+        .files
+        .iter()
+        .filter(move |f| f.kind != Kind::Test && !test_files.contains(&f.in_crate))
+}
+
 /// Files (relative to the crate) that are test code as a whole: a `#[cfg(test)] mod x;` of
 /// any `src/` file, and every file of the modules under such a file.
 pub fn test_code_files(krate: &Crate) -> BTreeSet<PathBuf> {
