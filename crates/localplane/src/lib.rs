@@ -18,6 +18,7 @@ pub mod job;
 pub mod jobs;
 pub mod listing;
 pub mod logsink;
+pub mod maintenance;
 pub mod model;
 pub mod parity;
 pub mod persist;

@@ -472,6 +472,20 @@ impl NewRevisionReplicas {
     }
 }
 
+/// How platform maintenance (a node upgrade) moves an app's replicas (tag
+/// `localplane.maintenance`; [`crate::maintenance`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaintenanceForm {
+    /// The default, Learn ("Reliability in Azure Container Apps", *Resilience to service
+    /// maintenance*: "rolling updates ... in stages", "containers continue running without
+    /// interruption"): one replica at a time, its replacement started and ready before it is
+    /// stopped, as a revision restart moves them.
+    Rolling,
+    /// What microsoft/azure-container-apps#1436 and #1144 report: one replica at a time, shut
+    /// down first, its replacement started only once it is gone.
+    StopFirst,
+}
+
 /// Per-app emulator knobs, read from resource tags (`localplane.*`) so they pass through any
 /// ARM client unchanged.
 #[derive(Debug, Clone, PartialEq)]
@@ -488,6 +502,8 @@ pub struct Knobs {
     /// The ingress's timeout kind and connect retries (tags `localplane.ingressTimeout`,
     /// `localplane.connectRetries`; docs/FIDELITY.md, "Ingress").
     pub ingress: crate::ingress::Policy,
+    /// How platform maintenance moves the app's replicas (tag `localplane.maintenance`).
+    pub maintenance: MaintenanceForm,
 }
 
 pub const TAG_DRAIN_DELAY: &str = "localplane.drainDelaySeconds";
@@ -500,6 +516,8 @@ pub const TAG_NEW_REVISION_REPLICAS: &str = "localplane.newRevisionReplicas";
 pub const TAG_INGRESS_TIMEOUT: &str = "localplane.ingressTimeout";
 /// Retries of a refused upstream connect (default 1, Envoy's `num_retries`; 0: none).
 pub const TAG_CONNECT_RETRIES: &str = "localplane.connectRetries";
+/// `rolling` (default: Learn's rolling maintenance) or `stopFirst` (#1436's report).
+pub const TAG_MAINTENANCE: &str = "localplane.maintenance";
 
 impl Knobs {
     pub fn from_tags(tags: Option<&Value>) -> Result<Knobs, ArmError> {
@@ -550,6 +568,14 @@ impl Knobs {
                 ("request", crate::ingress::TimeoutKind::Request),
             ],
         )?;
+        let maintenance = crate::tags::choice(
+            get,
+            TAG_MAINTENANCE,
+            &[
+                ("rolling", MaintenanceForm::Rolling),
+                ("stopFirst", MaintenanceForm::StopFirst),
+            ],
+        )?;
         let defaults = crate::ingress::Policy::default();
         let connect_retries = match get(TAG_CONNECT_RETRIES) {
             None => defaults.connect_retries,
@@ -572,6 +598,7 @@ impl Knobs {
             routing_removal_lag: Duration::from_millis(num(TAG_ROUTING_LAG)?),
             ready_policy,
             new_revision_replicas,
+            maintenance,
         })
     }
 }
@@ -824,5 +851,28 @@ mod tests {
         assert_eq!(k.ingress.connect_retries, 1);
         assert!(Knobs::from_tags(Some(&json!({"localplane.ingressTimeout":"route"}))).is_err());
         assert!(Knobs::from_tags(Some(&json!({"localplane.connectRetries":"-1"}))).is_err());
+    }
+
+    /// Maintenance is rolling unless the tag selects the reported stop-first form; any other
+    /// value is a 400 that names the tag.
+    #[test]
+    fn maintenance_knob_from_tags() {
+        let form = |v: Value| Knobs::from_tags(Some(&v)).map(|k| k.maintenance);
+        assert_eq!(form(json!({})).unwrap(), MaintenanceForm::Rolling);
+        assert_eq!(
+            form(json!({"localplane.maintenance":"rolling"})).unwrap(),
+            MaintenanceForm::Rolling
+        );
+        assert_eq!(
+            form(json!({"localplane.maintenance":"stopFirst"})).unwrap(),
+            MaintenanceForm::StopFirst
+        );
+        let e = form(json!({"localplane.maintenance":"stopfirst"})).unwrap_err();
+        assert_eq!(e.status, 400);
+        assert!(
+            e.message.contains("localplane.maintenance"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -58,6 +58,8 @@ pub struct Ctx {
 pub struct Plane {
     state: Mutex<State>,
     peer_names: Mutex<Vec<String>>,
+    /// The apps whose platform maintenance is under way ([`crate::maintenance`]), by [`key`].
+    pub maintaining: Mutex<std::collections::HashSet<String>>,
     /// The replicas running, against each environment's cores quota and the host cap.
     pub quota: Arc<crate::quota::Ledger>,
     pub ctx: Ctx,
@@ -531,6 +533,7 @@ impl Plane {
         Arc::new(Plane {
             state: Mutex::new(State::default()),
             peer_names: Mutex::new(Vec::new()),
+            maintaining: Mutex::new(std::collections::HashSet::new()),
             quota: crate::quota::Ledger::new(ctx.max_replicas),
             ctx,
         })
@@ -1142,6 +1145,13 @@ impl Plane {
         if rep.retiring.swap(true, Ordering::SeqCst) {
             return;
         }
+        self.take_out(app, rep);
+    }
+
+    /// Out of routing and stopped as [`Plane::retire`] does, but still counted against its
+    /// revision's replicas until it is gone, so the controller replaces it only then (platform
+    /// maintenance's stop-first form, [`crate::maintenance`]).
+    pub fn take_out(self: &Arc<Self>, app: &App, rep: Arc<Replica>) {
         let knobs = app.knobs.clone();
         let plane = self.clone();
         let app_name = app.name.clone();
@@ -1310,70 +1320,77 @@ impl Plane {
         let plane = self.clone();
         let app_name = app_name.to_string();
         let rev_name = rev_name.to_string();
-        self.ctx.tracker.spawn(async move {
-            let old: Vec<Arc<Replica>> = {
-                let st = plane.lock();
-                st.apps
-                    .get(&key(&app_name))
-                    .and_then(|a| a.revision(&rev_name))
-                    .map(|r| {
-                        r.replicas
-                            .iter()
-                            .filter(|x| !x.retiring.load(Ordering::SeqCst))
-                            .cloned()
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            let retire = |plane: &Arc<Plane>, app: &App, rep: Arc<Replica>| {
-                rep.retiring.store(false, Ordering::SeqCst);
-                plane.retire(app, rep);
-            };
-            let mut replaced: Option<Arc<Replica>> = None;
-            for old_rep in old {
-                let new_rep = {
-                    let mut st = plane.lock();
-                    let Some(app) = st.apps.get_mut(&key(&app_name)) else {
-                        return;
-                    };
-                    let Some(idx) = app.revisions.iter().position(|r| r.name == rev_name) else {
-                        return;
-                    };
-                    if !app.revisions[idx].active {
-                        return;
-                    }
-                    // Mark the old one retiring first so reconcile does not add a third.
-                    old_rep.retiring.store(true, Ordering::SeqCst);
-                    let new_rep = match plane.lease_replicas(app, idx, 1) {
-                        Ok(mut l) => l.pop().and_then(|l| plane.spawn_replica(app, idx, l)),
-                        Err(_) => {
-                            old_rep.retiring.store(false, Ordering::SeqCst);
-                            None
-                        }
-                    };
-                    // The previous old replica goes after the next assignment, as recorded.
-                    if let Some(prev) = replaced.take() {
-                        retire(&plane, app, prev);
-                    }
-                    new_rep
+        self.ctx
+            .tracker
+            .spawn(async move { plane.replace_replicas(&app_name, &rev_name).await });
+    }
+
+    /// The replica-by-replica replacement of [`Plane::restart_revision`], done when the last
+    /// old replica is retired (platform maintenance's rolling form awaits it).
+    pub async fn replace_replicas(self: &Arc<Self>, app_name: &str, rev_name: &str) {
+        let plane = self;
+        let old: Vec<Arc<Replica>> = {
+            let st = plane.lock();
+            st.apps
+                .get(&key(app_name))
+                .and_then(|a| a.revision(rev_name))
+                .map(|r| {
+                    r.replicas
+                        .iter()
+                        .filter(|x| !x.retiring.load(Ordering::SeqCst))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let retire = |plane: &Arc<Plane>, app: &App, rep: Arc<Replica>| {
+            rep.retiring.store(false, Ordering::SeqCst);
+            plane.retire(app, rep);
+        };
+        let mut replaced: Option<Arc<Replica>> = None;
+        for old_rep in old {
+            let new_rep = {
+                let mut st = plane.lock();
+                let Some(app) = st.apps.get_mut(&key(app_name)) else {
+                    return;
                 };
-                let Some(new_rep) = new_rep else { return };
-                let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
-                while !new_rep.ready() && tokio::time::Instant::now() < deadline {
-                    if plane.ctx.shutdown.is_cancelled() || new_rep.is_done() {
-                        break;
+                let Some(idx) = app.revisions.iter().position(|r| r.name == rev_name) else {
+                    return;
+                };
+                if !app.revisions[idx].active {
+                    return;
+                }
+                // Mark the old one retiring first so reconcile does not add a third.
+                old_rep.retiring.store(true, Ordering::SeqCst);
+                let new_rep = match plane.lease_replicas(app, idx, 1) {
+                    Ok(mut l) => l.pop().and_then(|l| plane.spawn_replica(app, idx, l)),
+                    Err(_) => {
+                        old_rep.retiring.store(false, Ordering::SeqCst);
+                        None
                     }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                };
+                // The previous old replica goes after the next assignment, as recorded.
+                if let Some(prev) = replaced.take() {
+                    retire(plane, app, prev);
                 }
-                replaced = Some(old_rep);
-            }
-            if let Some(prev) = replaced {
-                let st = plane.lock();
-                if let Some(app) = st.apps.get(&key(&app_name)) {
-                    retire(&plane, app, prev);
+                new_rep
+            };
+            let Some(new_rep) = new_rep else { return };
+            let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
+            while !new_rep.ready() && tokio::time::Instant::now() < deadline {
+                if plane.ctx.shutdown.is_cancelled() || new_rep.is_done() {
+                    break;
                 }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-        });
+            replaced = Some(old_rep);
+        }
+        if let Some(prev) = replaced {
+            let st = plane.lock();
+            if let Some(app) = st.apps.get(&key(app_name)) {
+                retire(plane, app, prev);
+            }
+        }
     }
 }
 

@@ -115,6 +115,10 @@ pub fn router(state: ApiState) -> Router {
         .merge(
             Router::new()
                 .route("/localplane/apps/{app}/endpoints", get(api::app_endpoints))
+                .route(
+                    "/localplane/apps/{app}/maintenance",
+                    post(crate::maintenance::post_maintenance),
+                )
                 .with_state(state.clone()),
         );
     let inner = admin.merge(arm);
