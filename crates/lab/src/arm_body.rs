@@ -284,6 +284,7 @@ mod tests {
             scale_down_stabilization: Some("cooldownPeriod".into()),
             ingress_timeout: Some("request".into()),
             connect_retries: Some(0),
+            maintenance: Some("stopFirst".into()),
             revisions_mode: RevisionsMode::Single,
             revision_suffix: None,
             traffic: Vec::new(),
@@ -380,6 +381,7 @@ mod tests {
         assert!(body["tags"].get("localplane.scaleUp").is_none());
         assert_eq!(body["tags"]["localplane.ingressTimeout"], "request");
         assert_eq!(body["tags"]["localplane.connectRetries"], "0");
+        assert_eq!(body["tags"]["localplane.maintenance"], "stopFirst");
         assert_eq!(body["tags"]["lab"], "startup-degraded");
         // No registry: nothing about pulling, no identity (what localplane gets).
         assert!(cfg.get("registries").is_none());

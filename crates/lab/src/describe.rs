@@ -193,6 +193,9 @@ fn action_text(a: &Action) -> String {
             "revision {} deactivated",
             crate::arm_body::revision_name(app, revision)
         ),
+        Action::Maintenance { app } => {
+            format!("platform maintenance moves every replica of {app} (localplane only)")
+        }
     }
 }
 
@@ -421,9 +424,13 @@ fn apparatus(o: &mut String, lab: &Lab) {
             .iter()
             .map(|p| format!("{} {}", p.kind, p.path.as_deref().unwrap_or("(tcp)")))
             .collect();
+        let maintenance = match a.maintenance.as_deref() {
+            Some(form) => format!("; platform maintenance on localplane: {form}"),
+            None => String::new(),
+        };
         let _ = writeln!(
             o,
-            "  - {}: {} × {}{}{}",
+            "  - {}: {} × {}{}{maintenance}{}",
             a.name,
             replicas_in_words(a),
             a.image,

@@ -259,6 +259,12 @@ pub struct App {
     /// default; 0: none).
     #[serde(default)]
     pub connect_retries: Option<u32>,
+    /// Emulator knob: how platform maintenance (the `maintenance` action) moves the app's
+    /// replicas, `rolling` (localplane's default: Learn's rolling updates in stages, each
+    /// replacement ready before its replica stops) or `stopFirst` (each replica stopped before
+    /// its replacement starts, as microsoft/azure-container-apps#1436 and #1144 report).
+    #[serde(default)]
+    pub maintenance: Option<String>,
     /// Whether the runner waits, before the first step, for this app's creation to finish, its
     /// latest revision to be ready and (when a load targets it) its ingress to serve; default
     /// `true`. `false` is for an app whose startup is itself what the lab observes: one that
@@ -343,6 +349,7 @@ impl App {
                 &self.scale_down_stabilization,
             ),
             ("localplane.ingressTimeout", &self.ingress_timeout),
+            ("localplane.maintenance", &self.maintenance),
         ];
         let numbers = [
             ("localplane.drainDelaySeconds", self.drain_delay_seconds),
@@ -566,6 +573,10 @@ pub enum Action {
     },
     /// Deactivates the revision `<app>--<revision>` (multiple mode).
     Deactivate { app: String, revision: String },
+    /// Platform maintenance of the app: every replica moved once, one at a time, in the form
+    /// its `maintenance` knob selects (localplane only: Container Apps starts its maintenance
+    /// itself, never on request).
+    Maintenance { app: String },
 }
 
 impl Action {
@@ -579,7 +590,8 @@ impl Action {
             | Action::SetEnv { app, .. }
             | Action::Revision { app, .. }
             | Action::Traffic { app, .. }
-            | Action::Deactivate { app, .. } => app,
+            | Action::Deactivate { app, .. }
+            | Action::Maintenance { app } => app,
         }
     }
 }
@@ -589,6 +601,16 @@ pub use crate::checks::Check;
 impl Lab {
     pub fn app(&self, name: &str) -> Option<&App> {
         self.apps.iter().find(|a| a.name == name)
+    }
+
+    /// The steps whose action only localplane performs (`maintenance`): a lab with one does
+    /// not run on Azure.
+    pub fn localplane_only_steps(&self) -> Vec<&str> {
+        self.steps
+            .iter()
+            .filter(|s| matches!(s.action, Some(Action::Maintenance { .. })))
+            .map(|s| s.name.as_str())
+            .collect()
     }
 }
 

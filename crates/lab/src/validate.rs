@@ -510,6 +510,7 @@ fn app_knobs(v: &mut V, i: usize, app: &crate::schema::App) {
             ["requestRate", "peakInFlight"],
         ),
         ("scale_up", &app.scale_up, ["steps", "atOnce"]),
+        ("maintenance", &app.maintenance, ["rolling", "stopFirst"]),
     ] {
         if let Some(x) = val
             && !allowed.contains(&x.as_str())

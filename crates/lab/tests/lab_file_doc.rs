@@ -105,6 +105,7 @@ fn action_samples() -> Vec<Action> {
             app: app(),
             revision: "s".into(),
         },
+        Action::Maintenance { app: app() },
     ];
     for s in &samples {
         // A new variant must get a sample above before this compiles.
@@ -117,7 +118,8 @@ fn action_samples() -> Vec<Action> {
             | Action::SetEnv { .. }
             | Action::Revision { .. }
             | Action::Traffic { .. }
-            | Action::Deactivate { .. } => {}
+            | Action::Deactivate { .. }
+            | Action::Maintenance { .. } => {}
         }
     }
     samples

@@ -926,3 +926,48 @@ fn ingress_knobs_load_and_a_wrong_timeout_kind_is_named() {
     let e = err(&with("ingress_timeout = \"route\""), "full");
     assert!(e.contains("apps[0].ingress_timeout"), "{e}");
 }
+
+/// The maintenance knob is `rolling` or `stopFirst` (a typo is named by its key, `stopfirst`
+/// included); the `maintenance` action names an app of the lab, and marks its step as one only
+/// localplane performs.
+#[test]
+fn the_maintenance_knob_and_action_load_and_their_mistakes_are_named() {
+    let with = |knob: &str, action_app: &str| {
+        obs("kind = \"no_errors\"\nload = \"main\"\nstep = \"baseline\"")
+            .replace(
+                "probes = [{ type = \"Liveness\", path = \"/live\", port = 8080 }]",
+                &format!(
+                    "probes = [{{ type = \"Liveness\", path = \"/live\", port = 8080 }}]\n{knob}"
+                ),
+            )
+            .replace(
+                "action = { kind = \"saturate\", app = \"web\", path = \"/delay?seconds=60\" }",
+                &format!("action = {{ kind = \"maintenance\", app = \"{action_app}\" }}"),
+            )
+    };
+    for form in ["rolling", "stopFirst"] {
+        let l = ok(&with(&format!("maintenance = \"{form}\""), "web"), "full");
+        assert_eq!(l.apps[0].maintenance.as_deref(), Some(form));
+        assert_eq!(
+            l.apps[0]
+                .localplane_tags()
+                .get("localplane.maintenance")
+                .map(String::as_str),
+            Some(form)
+        );
+        assert_eq!(l.localplane_only_steps(), vec!["kick"]);
+    }
+    let l = ok(&with("", "web"), "full");
+    assert!(
+        l.apps[0].maintenance.is_none(),
+        "unset: localplane's default"
+    );
+    let e = err(&with("maintenance = \"stopfirst\"", "web"), "full");
+    assert!(e.contains("apps[0].maintenance"), "{e}");
+    assert!(e.contains("rolling or stopFirst"), "{e}");
+    let e = err(&with("", "nope"), "full");
+    assert!(e.contains("steps[1].action"), "{e}");
+    // A lab without the action runs on Azure too.
+    let plain = obs("kind = \"no_errors\"\nload = \"main\"\nstep = \"baseline\"");
+    assert!(ok(&plain, "full").localplane_only_steps().is_empty());
+}

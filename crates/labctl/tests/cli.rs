@@ -497,3 +497,33 @@ fn local_az_asks_for_the_token_and_refuses_plain_http_or_nothing_running() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("labctl local up"), "{out}");
 }
+
+/// A lab with a `maintenance` action (localplane's admin API; Container Apps starts its
+/// maintenance itself) is refused on Azure before anything is checked or written: exit 1, the
+/// step named, no evidence pack.
+#[test]
+fn a_maintenance_lab_is_refused_on_azure_before_anything_runs() {
+    let out = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = labctl_in(
+        &shipped_labs(),
+        &[
+            "lab",
+            "run",
+            "platform-maintenance-one-replica",
+            "--target",
+            "azure",
+            "--profile",
+            "quick",
+            "--out",
+            &out.path().display().to_string(),
+        ],
+    );
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stderr.contains("cannot run on Azure"), "{stderr}");
+    assert!(
+        stderr.contains("one-reported"),
+        "the step is named: {stderr}"
+    );
+    assert!(stderr.contains("--target local"), "{stderr}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no pack");
+}

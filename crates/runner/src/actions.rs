@@ -12,7 +12,9 @@
 //! - `revision`: a new revision named `<app>--<suffix>` (env on its container) and, in the same
 //!   ARM PATCH, the traffic rules when given (multiple revision mode);
 //! - `traffic`: new `ingress.traffic` weights in one ARM PATCH (a split, a blue/green switch);
-//! - `deactivate`: `POST .../revisions/<app>--<suffix>/deactivate`.
+//! - `deactivate`: `POST .../revisions/<app>--<suffix>/deactivate`;
+//! - `maintenance`: `POST /localplane/apps/<app>/maintenance` (localplane's admin API), waited
+//!   for as a long-running operation.
 //!
 //! HTTP actions reach the app's ingress from the host (its `fqdn`) with the run's
 //! `X-Simulate-Token`. A failure is recorded (`outcome: failed`), never fatal.
@@ -32,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::RunError;
 use crate::pack::{ActionRecord, iso};
 use crate::schedule::scaled;
-use crate::target::Target;
+use crate::target::{Target, TargetKind};
 
 /// The header the subject checks on `/simulate/*` and `/admin/*`.
 pub const TOKEN_HEADER: &str = "X-Simulate-Token";
@@ -117,6 +119,7 @@ impl Actor {
             Action::Deactivate { revision, .. } => {
                 vec![self.deactivate(event, &app, &revision).await]
             }
+            Action::Maintenance { .. } => vec![self.maintenance(event, &app).await],
         }
     }
 
@@ -208,6 +211,33 @@ impl Actor {
         self.timed(event, "deactivate", app, async {
             t.arm.deactivate_revision(&t.scope, app, &rev).await?;
             Ok::<_, ActionFailure>((None, format!("deactivated {rev}")))
+        })
+        .await
+    }
+
+    /// `maintenance`: localplane's platform maintenance of the app (its admin API, a
+    /// long-running operation that ends when the last replacement is ready); the detail names
+    /// the form and the replicas moved.
+    async fn maintenance(&self, event: u32, app: &str) -> ActionRecord {
+        let t = &self.target;
+        self.timed(event, "maintenance", app, async {
+            if t.kind != TargetKind::Local {
+                return Err(ActionFailure::from(
+                    "platform maintenance is localplane's admin action: Container Apps starts \
+                     its maintenance itself and offers no API for it"
+                        .to_owned(),
+                ));
+            }
+            let path = format!("/localplane/apps/{app}/maintenance");
+            let url = t
+                .url(&path)
+                .map_err(|e| ActionFailure::from(e.to_string()))?;
+            let accepted = t
+                .arm
+                .send_and_wait("maintenance", Method::POST, url, None)
+                .await?;
+            let plan: Value = serde_json::from_slice(&accepted.body).unwrap_or(Value::Null);
+            Ok((None, maintenance_detail(&plan)))
         })
         .await
     }
@@ -458,6 +488,39 @@ impl From<String> for ActionFailure {
             code: None,
             detail,
         }
+    }
+}
+
+/// A maintenance plan (localplane's 202 body) in words: `stopFirst: subject--a1 moved
+/// subject--a1-x, subject--a1-y one at a time`.
+fn maintenance_detail(plan: &Value) -> String {
+    let form = plan["form"].as_str().unwrap_or("?");
+    let revisions: Vec<String> = plan["revisions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let reps: Vec<&str> = r["replicas"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            format!(
+                "{} moved {}",
+                r["name"].as_str().unwrap_or("?"),
+                if reps.is_empty() {
+                    "no replica".to_owned()
+                } else {
+                    reps.join(", ")
+                }
+            )
+        })
+        .collect();
+    if revisions.is_empty() {
+        format!("{form}: no active revision")
+    } else {
+        format!("{form}: {} one at a time", revisions.join("; "))
     }
 }
 

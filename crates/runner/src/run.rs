@@ -130,6 +130,17 @@ pub struct RunOutcome {
 pub async fn run_lab(opts: RunOptions) -> Result<RunOutcome, RunError> {
     let t0 = Instant::now();
     let lab = lab::load(&opts.lab, &opts.profile)?;
+    if matches!(opts.target, TargetChoice::Azure) {
+        let steps = lab.localplane_only_steps();
+        if !steps.is_empty() {
+            return Err(RunError::Config(format!(
+                "this lab cannot run on Azure: step(s) {} start a platform maintenance, which \
+                 Container Apps starts itself and offers no API for; run it on localplane \
+                 (--target local)",
+                steps.join(", ")
+            )));
+        }
+    }
     // Azure: what is missing is said before a pack exists or anything is deployed.
     let azure = match opts.target {
         TargetChoice::Azure => Some(
