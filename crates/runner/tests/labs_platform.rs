@@ -1,0 +1,38 @@
+//! The platform-maintenance lab, as CI runs it: `platform-maintenance` with its quick profile on
+//! localplane's Docker runtime with the real images must end `held` with every check passing:
+//! each app's replicas are stopped by the maintenance (`ManuallyStopped` rows), the one-replica
+//! app under the reported stop-first form (microsoft/azure-container-apps#1436) shows its
+//! clients errors, the two-replica one under that form and the one-replica one under Learn's
+//! rolling form show them none. Its positive control `platform-maintenance-one-replica` must end
+//! `falsified` by exactly its "no client ... sees" check, its replica still seen to stop. Docker
+//! must be reachable (these tests fail loudly otherwise, unless `PROBELAB_SKIP_DOCKER=1`), and
+//! the images `probelab/<name>:dev` must exist.
+//!
+//! Why they may share the machine (nextest group `platform`): what they judge is counts (stop
+//! rows, errors against none at 20 RPS) over seconds-long gaps, not latency; each runs its own
+//! localplane, Docker network and containers.
+
+mod common;
+
+use common::{assert_falsified_by, assert_held, lab_checks, run_checked};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn platform_maintenance_quick_holds() {
+    let lab = "platform-maintenance";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_held(lab, &o);
+    for g in lab_checks(&o) {
+        eprintln!("{lab}: {}: {}", g.name, g.detail);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn platform_maintenance_one_replica_is_falsified() {
+    let lab = "platform-maintenance-one-replica";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_falsified_by(lab, &o, &["no client of one replica"]);
+}
