@@ -97,6 +97,9 @@ pub struct LoadSpec {
     pub name: String,
     #[serde(default)]
     pub rate: Option<f64>,
+    /// The app whose ingress it targets (absent in a hand-written lab subset).
+    #[serde(default)]
+    pub target: Option<String>,
 }
 
 /// One `[[steps]]` entry (only what the analysis reads).

@@ -33,6 +33,7 @@ pub mod ts;
 pub mod verdict;
 pub mod wording;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -175,6 +176,22 @@ pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsReco
     }
 }
 
+/// The app each load run targets, by run_id: runs.json names each run's load, the lab file each
+/// load's target.
+fn load_targets(lab: &LabFile, runs: Option<&RunsRecord>) -> BTreeMap<String, String> {
+    let Some(runs) = runs else {
+        return BTreeMap::new();
+    };
+    runs.steps
+        .iter()
+        .flat_map(|s| &s.runs)
+        .filter_map(|r| {
+            let load = lab.load.iter().find(|l| l.name == r.load)?;
+            Some((r.run_id.clone(), load.target.clone()?))
+        })
+        .collect()
+}
+
 /// Computes everything from an accumulator (exposed for tests and benchmarks), without a
 /// `runs.json` (an observation lab's checks are then not evaluated).
 pub fn compute(
@@ -218,7 +235,8 @@ pub fn compute_with_runs(
         q6_table(&phases, &rule),
         timeline::q7(&acc),
     ];
-    let (forensics, mut statements) = timeline::forensics(&acc, &q2, &q2_name, cap);
+    let targets = load_targets(&lab, runs_file.as_ref().ok());
+    let (forensics, mut statements) = timeline::forensics(&acc, &q2, &q2_name, cap, &targets);
     tables.push(forensics);
     tables.push(timeline::headroom(&acc, &lab, runs_file.as_ref().ok()));
     tables.push(timeline::cutover(&acc));

@@ -503,12 +503,16 @@ fn is_platform_cut(e: &SystemEvent) -> bool {
 }
 
 /// Error forensics: for every window with errors, the failed requests, system events and
-/// sampler states within ±30 s, and an attribution capped by the lab.
+/// sampler states within ±30 s, and an attribution capped by the lab. `targets` names the app
+/// each load run (by run_id) targets, where the lab and runs.json say: a window is then
+/// attributed only to that app's events (in a lab of several apps another app's restart is no
+/// cause), while every event nearby is still listed.
 pub fn forensics(
     acc: &Acc,
     q2: &[BucketRow],
     q2_name: &str,
     cap: Option<Level>,
+    targets: &BTreeMap<String, String>,
 ) -> (Table, Vec<Statement>) {
     let mut t = Table::new(
         "forensics-error-buckets",
@@ -549,7 +553,8 @@ pub fn forensics(
             .collect();
         let fs = failed_summary(&failed);
         let evs = event_lines(&events);
-        let (attribution, level) = attribute(&failed, &events, cap);
+        let target = targets.get(&r.run_id).map(String::as_str);
+        let (attribution, level) = attribute(&failed, &events, (a, b), target, cap);
         statements.push(Statement::new(
             level,
             format!(
@@ -613,25 +618,52 @@ fn event_lines(events: &[&SystemEvent]) -> Vec<String> {
         .collect()
 }
 
-/// Why a window failed, as far as the system events near it tell, and the level of that
-/// attribution (capped by the lab): a cut of a replica that served failed requests, else any
-/// cut, else none.
+/// Why the window `[a, b)` failed, as far as the system events near it tell, and the level of
+/// that attribution (capped by the lab): a cut of a replica that served failed requests, else
+/// the cut nearest the window (of the `target` app, when the window's app is known), else none.
 fn attribute(
     failed: &[&FailedReq],
     events: &[&SystemEvent],
+    (a, b): (i64, i64),
+    target: Option<&str>,
     cap: Option<Level>,
 ) -> (String, Level) {
-    let cuts: Vec<&&SystemEvent> = events.iter().filter(|e| is_platform_cut(e)).collect();
+    let mut cuts: Vec<&&SystemEvent> = events
+        .iter()
+        .filter(|e| is_platform_cut(e) && target.is_none_or(|t| e.app == t))
+        .collect();
+    // Nearest first: inside the window is 0, else the distance to its nearer edge.
+    cuts.sort_by_key(|e| (a - e.ts_ms).max(e.ts_ms - (b - 1)).max(0));
     let failed_replicas: BTreeSet<&str> =
         failed.iter().filter_map(|f| f.replica.as_deref()).collect();
+    let failed_revisions: BTreeSet<&str> = failed
+        .iter()
+        .filter_map(|f| f.revision.as_deref())
+        .collect();
     let matched = cuts
         .iter()
         .find(|e| !e.replica.is_empty() && failed_replicas.contains(e.replica.as_str()));
+    // A revision-wide cut (a deactivation) names no replica.
+    let revision_matched = cuts.iter().find(|e| {
+        e.replica.is_empty()
+            && !e.revision.is_empty()
+            && failed_revisions.contains(e.revision.as_str())
+    });
     if let Some(e) = matched {
         (
             format!(
                 "failed requests were served by replica {} which the platform reported {} at {}",
                 e.replica,
+                e.reason,
+                iso_s(e.ts_ms)
+            ),
+            Level::Inferred.capped(cap),
+        )
+    } else if let Some(e) = revision_matched {
+        (
+            format!(
+                "failed requests were served by revision {} which the platform reported {} at {}",
+                e.revision,
                 e.reason,
                 iso_s(e.ts_ms)
             ),
@@ -653,8 +685,9 @@ fn attribute(
             Level::Correlated.capped(cap),
         )
     } else if !events.is_empty() {
+        let whose = target.map(|t| format!(" of {t}")).unwrap_or_default();
         (
-            "system events nearby, none that cuts traffic".into(),
+            format!("system events nearby, none{whose} that cuts traffic"),
             Level::Observed,
         )
     } else {
@@ -895,4 +928,106 @@ pub fn restart_cadence(acc: &Acc) -> Table {
         ]);
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cut(app: &str, reason: &str) -> SystemEvent {
+        SystemEvent {
+            ts_ms: 0,
+            app: app.into(),
+            revision: format!("{app}--r1"),
+            replica: format!("{app}--r1-x"),
+            reason: reason.into(),
+            msg: String::new(),
+            kind: "Normal".into(),
+        }
+    }
+
+    /// In a lab of several apps a window is attributed to its own app's cuts only; where the
+    /// window's app is not known, to any cut, as before.
+    #[test]
+    fn a_window_is_attributed_only_to_its_own_apps_cuts() {
+        let (other, own) = (cut("two", "ProbeFailed"), cut("one", "ContainerTerminated"));
+        let w = (0, 10_000);
+        let (text, level) = attribute(&[], &[&other], w, Some("one"), None);
+        assert_eq!(level, Level::Observed, "{text}");
+        assert_eq!(text, "system events nearby, none of one that cuts traffic");
+        let (text, level) = attribute(&[], &[&other, &own], w, Some("one"), None);
+        assert_eq!(level, Level::Correlated, "{text}");
+        assert!(
+            text.starts_with("coincides with ContainerTerminated of one/"),
+            "{text}"
+        );
+        let (text, level) = attribute(&[], &[&other], w, None, None);
+        assert_eq!(level, Level::Correlated, "{text}");
+        assert!(
+            text.starts_with("coincides with ProbeFailed of two/"),
+            "{text}"
+        );
+    }
+
+    /// Failed requests of a revision the platform deactivated nearby are attributed to the
+    /// deactivation, before any nearer cut of another revision.
+    #[test]
+    fn a_deactivation_of_the_failed_requests_revision_is_named() {
+        let mut deactivating = cut("one", "RevisionDeactivating");
+        deactivating.replica = String::new();
+        deactivating.ts_ms = -1_000;
+        let mut other = cut("one", "ProbeFailed");
+        other.revision = "one--r2".into();
+        other.replica = "one--r2-y".into();
+        other.ts_ms = 4_000;
+        let failed = FailedReq {
+            run_id: "r".into(),
+            scenario: "main".into(),
+            ts_ms: 3_000,
+            scheduled_ms: 3_000,
+            code: None,
+            err_class: Some("reset".into()),
+            err_msg: None,
+            revision: Some("one--r1".into()),
+            replica: Some("one--r1-x".into()),
+            dur_ms: 3_000.0,
+        };
+        let (text, level) = attribute(
+            &[&failed],
+            &[&other, &deactivating],
+            (0, 10_000),
+            None,
+            None,
+        );
+        assert_eq!(level, Level::Inferred, "{text}");
+        assert!(
+            text.starts_with("failed requests were served by revision one--r1 which the platform reported RevisionDeactivating"),
+            "{text}"
+        );
+    }
+
+    /// Of several cuts near a window, the one inside it (else the nearest) is named, not the
+    /// earliest: a startup probe failure 30 s before is no cause of a stop inside the window.
+    #[test]
+    fn the_cut_nearest_the_window_is_named() {
+        let mut early = cut("one", "ProbeFailed");
+        early.ts_ms = -29_000;
+        let mut inside = cut("one", "ContainerTerminated");
+        inside.ts_ms = 9_000;
+        let mut after = cut("one", "RevisionDeactivating");
+        after.ts_ms = 12_000;
+        let w = (0, 10_000);
+        let (text, _) = attribute(&[], &[&early, &after, &inside], w, None, None);
+        assert!(
+            text.starts_with("coincides with ContainerTerminated"),
+            "{text}"
+        );
+        let (text, _) = attribute(&[], &[&early, &after], w, None, None);
+        assert!(
+            text.starts_with("coincides with RevisionDeactivating"),
+            "{text}"
+        );
+        let (text, _) = attribute(&[], &[&early], w, None, None);
+        assert!(text.starts_with("coincides with ProbeFailed"), "{text}");
+    }
 }
