@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 23] = [
+const CATALOGUE: [&str; 25] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -31,6 +31,8 @@ const CATALOGUE: [&str; 23] = [
     "rollout-under-autoscale-reported",
     "default-probes-slow-starter",
     "default-probes-slow-starter-short-own-probe",
+    "platform-maintenance",
+    "platform-maintenance-one-replica",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {
