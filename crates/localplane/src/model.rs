@@ -504,6 +504,9 @@ pub struct Knobs {
     pub ingress: crate::ingress::Policy,
     /// How platform maintenance moves the app's replicas (tag `localplane.maintenance`).
     pub maintenance: MaintenanceForm,
+    /// How long a new revision may take to become ready before its operation fails and it
+    /// reports `Failed` (tag `localplane.progressDeadlineSeconds`; default 600 s).
+    pub progress_deadline: Duration,
 }
 
 pub const TAG_DRAIN_DELAY: &str = "localplane.drainDelaySeconds";
@@ -518,6 +521,11 @@ pub const TAG_INGRESS_TIMEOUT: &str = "localplane.ingressTimeout";
 pub const TAG_CONNECT_RETRIES: &str = "localplane.connectRetries";
 /// `rolling` (default: Learn's rolling maintenance) or `stopFirst` (#1436's report).
 pub const TAG_MAINTENANCE: &str = "localplane.maintenance";
+/// Seconds a new revision may take to become ready (default 600, Kubernetes'
+/// `progressDeadlineSeconds`; 1 to 3600): a lab's quick profile shortens it.
+pub const TAG_PROGRESS_DEADLINE: &str = "localplane.progressDeadlineSeconds";
+/// The most [`TAG_PROGRESS_DEADLINE`] takes, in seconds.
+pub const MAX_PROGRESS_DEADLINE_SECONDS: u64 = 3600;
 
 impl Knobs {
     pub fn from_tags(tags: Option<&Value>) -> Result<Knobs, ArmError> {
@@ -576,6 +584,21 @@ impl Knobs {
                 ("stopFirst", MaintenanceForm::StopFirst),
             ],
         )?;
+        let progress_deadline = match get(TAG_PROGRESS_DEADLINE) {
+            None => crate::plane::OPERATION_TIMEOUT,
+            Some(_) => match num(TAG_PROGRESS_DEADLINE)? {
+                s @ 1..=MAX_PROGRESS_DEADLINE_SECONDS => Duration::from_secs(s),
+                s => {
+                    return Err(ArmError::bad_request(
+                        "InvalidRequestContent",
+                        format!(
+                            "tag '{TAG_PROGRESS_DEADLINE}' must be 1 to \
+                             {MAX_PROGRESS_DEADLINE_SECONDS} seconds, got {s}"
+                        ),
+                    ));
+                }
+            },
+        };
         let defaults = crate::ingress::Policy::default();
         let connect_retries = match get(TAG_CONNECT_RETRIES) {
             None => defaults.connect_retries,
@@ -599,6 +622,7 @@ impl Knobs {
             ready_policy,
             new_revision_replicas,
             maintenance,
+            progress_deadline,
         })
     }
 }
@@ -851,6 +875,28 @@ mod tests {
         assert_eq!(k.ingress.connect_retries, 1);
         assert!(Knobs::from_tags(Some(&json!({"localplane.ingressTimeout":"route"}))).is_err());
         assert!(Knobs::from_tags(Some(&json!({"localplane.connectRetries":"-1"}))).is_err());
+    }
+
+    /// A new revision's progress deadline is 600 s unless the tag sets 1 to 3600 seconds.
+    #[test]
+    fn progress_deadline_from_tags() {
+        let deadline = |v: Value| Knobs::from_tags(Some(&v)).map(|k| k.progress_deadline);
+        assert_eq!(deadline(json!({})).unwrap(), Duration::from_secs(600));
+        for (v, secs) in [("1", 1), ("30", 30), ("3600", 3600)] {
+            assert_eq!(
+                deadline(json!({"localplane.progressDeadlineSeconds": v})).unwrap(),
+                Duration::from_secs(secs)
+            );
+        }
+        for v in ["0", "3601", "-5", "10s"] {
+            let e = deadline(json!({"localplane.progressDeadlineSeconds": v})).unwrap_err();
+            assert_eq!(e.status, 400, "{v}");
+            assert!(
+                e.message.contains("progressDeadlineSeconds"),
+                "{}",
+                e.message
+            );
+        }
     }
 
     /// Maintenance is rolling unless the tag selects the reported stop-first form; any other

@@ -395,13 +395,27 @@ impl App {
                 }
             })
             .collect();
+        // Past its progress deadline without becoming ready (the app's knob, 600 s by default).
+        let deadline_ms =
+            i64::try_from(self.knobs.progress_deadline.as_millis()).unwrap_or(i64::MAX);
+        let expired =
+            !r.provisioned && Timestamp::now().epoch_ms() - r.created.epoch_ms() >= deadline_ms;
         let (provisioning, running, health) = revision_state(
             r.active,
             r.provisioned,
+            expired,
             !live.is_empty(),
             &views,
             r.spec.scale.max_replicas as usize,
         );
+        // The wording users post for a revision past the deadline (#1219).
+        let details = expired.then(|| {
+            format!(
+                "Deployment Progress Deadline Exceeded. {}/{} replicas ready.",
+                views.iter().filter(|v| v.ready).count(),
+                r.target.max(1)
+            )
+        });
         json!({
             "id": format!("{}/revisions/{}", self.id(), r.name),
             "name": r.name,
@@ -418,6 +432,7 @@ impl App {
                 "healthState": health,
                 "provisioningState": provisioning,
                 "runningState": running,
+                "runningStateDetails": details,
             }
         })
     }
@@ -478,6 +493,7 @@ struct ReplicaView {
 fn revision_state(
     active: bool,
     provisioned: bool,
+    expired: bool,
     any_live: bool,
     serving: &[ReplicaView],
     max_replicas: usize,
@@ -490,7 +506,11 @@ fn revision_state(
         };
     }
     if !provisioned {
-        return ("Provisioning", "Processing", "None");
+        return if expired {
+            ("Failed", "Failed", "Unhealthy")
+        } else {
+            ("Provisioning", "Processing", "None")
+        };
     }
     if serving.iter().any(|v| v.ready) {
         return if serving.len() >= max_replicas {
@@ -837,7 +857,11 @@ impl Plane {
                     OpStatus::Failed,
                     Some((
                         "ContainerAppOperationError".into(),
-                        "The revision did not become ready in time.".into(),
+                        format!(
+                            "Failed to provision revision for container app '{}'. Error \
+                             details: Operation expired.",
+                            app.name
+                        ),
                     )),
                 );
             }
@@ -1581,7 +1605,7 @@ mod tests {
 
     #[test]
     fn revision_states_follow_its_replicas() {
-        let st = |views: &[ReplicaView], max| revision_state(true, true, true, views, max);
+        let st = |views: &[ReplicaView], max| revision_state(true, true, false, true, views, max);
         // Ready below and at maxReplicas.
         assert_eq!(st(&[READY, UNREADY], 3).1, "Running");
         assert_eq!(st(&[READY, UNREADY], 2).1, "RunningAtMaxScale");
@@ -1604,16 +1628,30 @@ mod tests {
         assert_eq!(st(&[], 3), ("Provisioned", "Degraded", "Unhealthy"));
         // Never ready yet: Provisioning, whatever the replicas do.
         assert_eq!(
-            revision_state(true, false, true, &[RESTARTED], 1),
+            revision_state(true, false, false, true, &[RESTARTED], 1),
             ("Provisioning", "Processing", "None")
+        );
+        // Never ready by its progress deadline: Failed and Unhealthy, however its replicas run;
+        // a revision that did become ready is past any deadline.
+        assert_eq!(
+            revision_state(true, false, true, true, &[RESTARTED], 1),
+            ("Failed", "Failed", "Unhealthy")
+        );
+        assert_eq!(
+            revision_state(true, false, true, true, &[UNREADY], 1),
+            ("Failed", "Failed", "Unhealthy")
+        );
+        assert_eq!(
+            revision_state(true, true, true, true, &[READY], 1).1,
+            "RunningAtMaxScale"
         );
         // Inactive.
         assert_eq!(
-            revision_state(false, true, true, &[READY], 1),
+            revision_state(false, true, false, true, &[READY], 1),
             ("Deprovisioning", "Stopped", "None")
         );
         assert_eq!(
-            revision_state(false, true, false, &[], 1),
+            revision_state(false, true, false, false, &[], 1),
             ("Deprovisioned", "Stopped", "None")
         );
     }
