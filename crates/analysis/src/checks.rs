@@ -42,6 +42,8 @@
 //!   startup delay, at most a bound).
 //! - `system_event_at_least`: rows of `app` with `reason` (and `contains` in the message) ≥
 //!   `min` (1), e.g. the scale decisions `KEDAScaleTargetActivated`, `SuccessfulRescale`.
+//! - `revision_state_seen`: the perturbation sampler's samples of `app`'s revisions in scope
+//!   ([`revision_states`]).
 //! - `error_rate_between`: every window holding at least `min_requests` (100) requests has an
 //!   error rate within `[min_pct, max_pct]`; windows with fewer are listed, not judged; not
 //!   evaluated when no window is judged.
@@ -53,6 +55,8 @@
 //!   when they hold fewer (no `req` lines, lost lines) the errors cannot all be attributed and
 //!   the check is not evaluated. No error at all passes (nothing was served by another
 //!   revision), and says so.
+
+mod revision_states;
 
 use labkit::config::parse_duration;
 use serde_json::{Value, json};
@@ -140,6 +144,7 @@ fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
             | K::ErrorsServedBy
             | K::ServedShareBetween => load_check(c, runs, inp),
             K::SystemEventAtLeast => event_check(c, runs, inp.acc),
+            K::RevisionStateSeen => revision_states::revision_state_seen(c, runs, inp.acc),
             K::RestartCountAtLeast
             | K::RestartCountAtMost
             | K::ProbeFailed

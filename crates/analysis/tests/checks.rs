@@ -926,3 +926,148 @@ fn an_observation_labs_findings_speak_of_no_threshold() {
     assert!(md.contains("2 window(s) with an error"), "{md}");
     assert!(!md.contains("above the threshold"));
 }
+
+/// `revision_state_seen` counts the sampler's samples of the app's revisions in scope with the
+/// states asked for, on both sides of `min` and of each state; a scope without a sample of the
+/// app cannot be evaluated; a failure lists what the revisions reported instead.
+#[test]
+fn revision_state_checks_pass_and_fail_at_their_bounds() {
+    let (_t, dir) = pack(
+        r#"
+[[checks]]
+name = "r2 failed"
+kind = "revision_state_seen"
+app = "ro"
+step = "outage"
+running_state = "Failed"
+provisioning_state = "Failed"
+health_state = "Unhealthy"
+
+[[checks]]
+name = "r2 failed twice"
+kind = "revision_state_seen"
+app = "ro"
+step = "outage"
+running_state = "Failed"
+min = 2
+
+[[checks]]
+name = "failed and healthy"
+kind = "revision_state_seen"
+app = "ro"
+step = "outage"
+running_state = "Failed"
+health_state = "Healthy"
+
+[[checks]]
+name = "processing twice"
+kind = "revision_state_seen"
+app = "ro"
+step = "outage"
+running_state = "Processing"
+provisioning_state = "Provisioning"
+min = 2
+
+[[checks]]
+name = "nothing sampled in the baseline"
+kind = "revision_state_seen"
+app = "ro"
+step = "baseline"
+running_state = "Running"
+
+[[checks]]
+name = "another app"
+kind = "revision_state_seen"
+app = "rl"
+step = "outage"
+running_state = "Running"
+
+[[checks]]
+name = "a new revision failed"
+kind = "revision_state_seen"
+app = "ro"
+step = "outage"
+running_state = "Failed"
+new_revision = true
+
+[[checks]]
+name = "an older revision failed, not a new one"
+kind = "revision_state_seen"
+app = "ro"
+step = "saturate"
+running_state = "Failed"
+new_revision = true
+
+[[checks]]
+name = "an older revision failed"
+kind = "revision_state_seen"
+app = "ro"
+step = "saturate"
+running_state = "Failed"
+"#,
+        true,
+    );
+    // ro--r2 was created at 10:01:05, in the outage step; ro--r1 before the run.
+    let sample = |s: &str, rev: &str, p: &str, r: &str, h: &str| {
+        let created = if rev == "ro--r2" {
+            "10:01:05"
+        } else {
+            "09:00:00"
+        };
+        format!(
+            r#"{{"kind":"RevisionStateSample","ts":"2026-07-01T10:{s}.000Z","app":"ro","revision":"{rev}","active":true,"replicas":1,"traffic_weight":0,"provisioning_state":"{p}","running_state":"{r}","health_state":"{h}","created_time":"2026-07-01T{created}Z"}}"#
+        )
+    };
+    let lines = [
+        sample("01:10", "ro--r2", "Provisioning", "Processing", "None"),
+        sample("01:10", "ro--r1", "Provisioned", "Running", "Healthy"),
+        sample("01:20", "ro--r2", "Provisioning", "Processing", "None"),
+        sample("01:40", "ro--r2", "Failed", "Failed", "Unhealthy"),
+        // In the saturate step, where ro--r2 is not new: out of the outage step's scope.
+        sample("04:30", "ro--r2", "Failed", "Failed", "Unhealthy"),
+    ];
+    std::fs::write(dir.join("logs/sampler.ndjson"), lines.join("\n") + "\n").unwrap();
+    let a = analyse(&dir);
+    assert_statuses(
+        &a,
+        &[
+            ("r2 failed", Status::Pass),
+            ("r2 failed twice", Status::Fail),
+            ("failed and healthy", Status::Fail),
+            ("processing twice", Status::Pass),
+            ("nothing sampled in the baseline", Status::NotEvaluated),
+            ("another app", Status::NotEvaluated),
+            ("a new revision failed", Status::Pass),
+            (
+                "an older revision failed, not a new one",
+                Status::NotEvaluated,
+            ),
+            ("an older revision failed", Status::Pass),
+        ],
+    );
+    let g = gate(&a, "an older revision failed, not a new one");
+    assert!(
+        g.detail.contains("of a revision created there"),
+        "{}",
+        g.detail
+    );
+    let g = gate(&a, "r2 failed twice");
+    assert!(
+        g.detail
+            .contains("1 sample(s) of ro with runningState Failed (need >= 2)"),
+        "{}",
+        g.detail
+    );
+    assert!(
+        g.detail.contains("ro--r2 Provisioning/Processing/None ×2")
+            && g.detail.contains("ro--r1 Provisioned/Running/Healthy ×1"),
+        "what was seen is listed: {}",
+        g.detail
+    );
+    assert!(
+        gate(&a, "r2 failed")
+            .detail
+            .contains("first: ro--r2 at 2026-07-01T10:01:40")
+    );
+    assert_eq!(a.verdict.verdict, Outcome::Invalid);
+}

@@ -285,6 +285,7 @@ mod tests {
             ingress_timeout: Some("request".into()),
             connect_retries: Some(0),
             maintenance: Some("stopFirst".into()),
+            progress_deadline_seconds: Some(45),
             revisions_mode: RevisionsMode::Single,
             revision_suffix: None,
             traffic: Vec::new(),
@@ -382,6 +383,7 @@ mod tests {
         assert_eq!(body["tags"]["localplane.ingressTimeout"], "request");
         assert_eq!(body["tags"]["localplane.connectRetries"], "0");
         assert_eq!(body["tags"]["localplane.maintenance"], "stopFirst");
+        assert_eq!(body["tags"]["localplane.progressDeadlineSeconds"], "45");
         assert_eq!(body["tags"]["lab"], "startup-degraded");
         // No registry: nothing about pulling, no identity (what localplane gets).
         assert!(cfg.get("registries").is_none());

@@ -41,6 +41,12 @@ pub enum CheckKind {
     /// System events of `app` with `reason` (and `contains` in the message) ≥ `min` (1), e.g. the
     /// scale decisions `KEDAScaleTargetActivated` or `SuccessfulRescale`. [Observed]
     SystemEventAtLeast,
+    /// Samples of `app`'s revisions in scope (with `new_revision = true`, only of revisions
+    /// created within it) with `running_state` (and `provisioning_state`, `health_state` when
+    /// given), as the perturbation sampler read them from ARM, number at least `min` (1), e.g. a
+    /// new revision that never became ready reported `Failed`.
+    /// [Observed]
+    RevisionStateSeen,
     /// Every window of the load in scope holding at least `min_requests` (100) requests has an
     /// error rate between `min_pct` and `max_pct` percent: a canary's share of the traffic times
     /// its failure rate, within a tolerance. [Measured]
@@ -102,7 +108,7 @@ const PROBE: Param = req("probe", "Startup, Readiness or Liveness");
 const MIN_COUNT: Param = opt("min", "at least this many (a whole number >= 1; default 1)");
 
 /// Every known kind, in the order the docs list them.
-pub const ALL: [CheckKind; 14] = [
+pub const ALL: [CheckKind; 15] = [
     CheckKind::StatusSeen,
     CheckKind::NoErrors,
     CheckKind::ErrorsAtLeast,
@@ -114,6 +120,7 @@ pub const ALL: [CheckKind; 14] = [
     CheckKind::ActionFailed,
     CheckKind::SlowestBetween,
     CheckKind::SystemEventAtLeast,
+    CheckKind::RevisionStateSeen,
     CheckKind::ErrorRateBetween,
     CheckKind::ErrorsServedBy,
     CheckKind::ServedShareBetween,
@@ -132,6 +139,7 @@ pub const KINDS: &[&str] = &[
     "action_failed",
     "slowest_between",
     "system_event_at_least",
+    "revision_state_seen",
     "error_rate_between",
     "errors_served_by",
     "served_share_between",
@@ -152,6 +160,7 @@ impl CheckKind {
             CheckKind::ActionFailed => "action_failed",
             CheckKind::SlowestBetween => "slowest_between",
             CheckKind::SystemEventAtLeast => "system_event_at_least",
+            CheckKind::RevisionStateSeen => "revision_state_seen",
             CheckKind::ErrorRateBetween => "error_rate_between",
             CheckKind::ErrorsServedBy => "errors_served_by",
             CheckKind::ServedShareBetween => "served_share_between",
@@ -211,6 +220,33 @@ impl CheckKind {
         const RESTARTS_MAX: &[Param] = &[APP, STEP, WITHIN, MAX];
         const PROBES: &[Param] = &[APP, PROBE, STEP, WITHIN, MIN_COUNT];
         const ACTION: &[Param] = &[ACTION_APP, ACTION_STEP];
+        const STATE_APP: Param = req("app", "the app whose revisions' samples are read");
+        const RUNNING: Param = req(
+            "running_state",
+            "the revision's runningState, e.g. Failed, Processing, Running",
+        );
+        const PROVISIONING: Param = opt(
+            "provisioning_state",
+            "and its provisioningState, e.g. Provisioning, Failed",
+        );
+        const HEALTH: Param = opt(
+            "health_state",
+            "and its healthState: Healthy, Unhealthy, None",
+        );
+        const NEW_REVISION: Param = opt(
+            "new_revision",
+            "true: only revisions created within the scope (the step's own new revision)",
+        );
+        const STATES: &[Param] = &[
+            STATE_APP,
+            RUNNING,
+            PROVISIONING,
+            HEALTH,
+            NEW_REVISION,
+            STEP,
+            WITHIN,
+            MIN_COUNT,
+        ];
         match self {
             CheckKind::StatusSeen => STATUS_SEEN,
             CheckKind::NoErrors | CheckKind::Recovers => LOAD_ONLY,
@@ -221,6 +257,7 @@ impl CheckKind {
             CheckKind::ActionFailed => ACTION,
             CheckKind::SlowestBetween => SLOWEST,
             CheckKind::SystemEventAtLeast => EVENTS,
+            CheckKind::RevisionStateSeen => STATES,
             CheckKind::ErrorRateBetween => RATE,
             CheckKind::ErrorsServedBy => SERVED,
             CheckKind::ServedShareBetween => SHARE,
@@ -293,6 +330,14 @@ pub struct Check {
     pub min_requests: Option<u64>,
     #[serde(default)]
     pub revision: Option<String>,
+    #[serde(default)]
+    pub running_state: Option<String>,
+    #[serde(default)]
+    pub provisioning_state: Option<String>,
+    #[serde(default)]
+    pub health_state: Option<String>,
+    #[serde(default)]
+    pub new_revision: Option<bool>,
 }
 
 /// The fewest requests a window needs for `error_rate_between` to judge it, by default: at 100
@@ -319,6 +364,10 @@ impl Check {
             ("max_pct", self.max_pct.is_some()),
             ("min_requests", self.min_requests.is_some()),
             ("revision", self.revision.is_some()),
+            ("running_state", self.running_state.is_some()),
+            ("provisioning_state", self.provisioning_state.is_some()),
+            ("health_state", self.health_state.is_some()),
+            ("new_revision", self.new_revision.is_some()),
         ] {
             if set {
                 v.push(k);

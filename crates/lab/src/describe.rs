@@ -317,6 +317,16 @@ pub fn check_text(c: &Check) -> String {
                 .as_ref()
                 .map_or(String::new(), |t| format!(" whose message contains {t:?}"))
         ),
+        CheckKind::RevisionStateSeen => format!(
+            "at least {} sample(s) of a revision of {app}{} with {}",
+            n(c.min, 1.0),
+            if c.new_revision == Some(true) {
+                " created in the scope"
+            } else {
+                ""
+            },
+            state_text(c)
+        ),
         CheckKind::ErrorRateBetween => format!(
             "every window of {stream} with at least {} requests has {} to {} % errors",
             c.min_requests
@@ -344,6 +354,20 @@ pub fn check_text(c: &Check) -> String {
         (None, None) => "over the whole run".to_owned(),
     };
     format!("{what}, {scope}")
+}
+
+/// A `revision_state_seen` check's states in words: `runningState Failed, provisioningState
+/// Failed, healthState Unhealthy`.
+fn state_text(c: &Check) -> String {
+    [
+        ("runningState", &c.running_state),
+        ("provisioningState", &c.provisioning_state),
+        ("healthState", &c.health_state),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}")))
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 /// The pre-registration of `lab` (file `file`, profile `profile`) in words, for `lab show`.
@@ -424,9 +448,17 @@ fn apparatus(o: &mut String, lab: &Lab) {
             .iter()
             .map(|p| format!("{} {}", p.kind, p.path.as_deref().unwrap_or("(tcp)")))
             .collect();
-        let maintenance = match a.maintenance.as_deref() {
-            Some(form) => format!("; platform maintenance on localplane: {form}"),
-            None => String::new(),
+        let mut knobs = Vec::new();
+        if let Some(form) = &a.maintenance {
+            knobs.push(format!("platform maintenance {form}"));
+        }
+        if let Some(s) = a.progress_deadline_seconds {
+            knobs.push(format!("progress deadline {s} s"));
+        }
+        let maintenance = if knobs.is_empty() {
+            String::new()
+        } else {
+            format!("; on localplane: {}", knobs.join(", "))
         };
         let _ = writeln!(
             o,

@@ -265,6 +265,11 @@ pub struct App {
     /// its replacement starts, as microsoft/azure-container-apps#1436 and #1144 report).
     #[serde(default)]
     pub maintenance: Option<String>,
+    /// Emulator knob: seconds a new revision may take to become ready before its operation
+    /// fails and it reports `Failed` (localplane's default 600, Kubernetes'
+    /// `progressDeadlineSeconds`; 1 to 3600). A quick profile shortens it.
+    #[serde(default)]
+    pub progress_deadline_seconds: Option<u64>,
     /// Whether the runner waits, before the first step, for this app's creation to finish, its
     /// latest revision to be ready and (when a load targets it) its ingress to serve; default
     /// `true`. `false` is for an app whose startup is itself what the lab observes: one that
@@ -360,6 +365,10 @@ impl App {
             (
                 "localplane.connectRetries",
                 self.connect_retries.map(u64::from),
+            ),
+            (
+                "localplane.progressDeadlineSeconds",
+                self.progress_deadline_seconds,
             ),
         ];
         let text = text

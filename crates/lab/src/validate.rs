@@ -532,6 +532,15 @@ fn app_knobs(v: &mut V, i: usize, app: &crate::schema::App) {
             format!("{x:?} is not a number of seconds or cooldownPeriod"),
         );
     }
+    if let Some(d) = app.progress_deadline_seconds
+        && !(1..=3600).contains(&d)
+    {
+        v.push(
+            k("progress_deadline_seconds"),
+            item.clone(),
+            format!("{d} is not 1 to 3600 seconds"),
+        );
+    }
     if let Some(t) = &app.ingress_timeout
         && !["idle", "request"].contains(&t.as_str())
     {

@@ -971,3 +971,36 @@ fn the_maintenance_knob_and_action_load_and_their_mistakes_are_named() {
     let plain = obs("kind = \"no_errors\"\nload = \"main\"\nstep = \"baseline\"");
     assert!(ok(&plain, "full").localplane_only_steps().is_empty());
 }
+
+/// `progress_deadline_seconds` takes 1 to 3600 and reaches the app as its `localplane.*` tag;
+/// 0 and 3601 are named by their key.
+#[test]
+fn the_progress_deadline_is_one_to_3600_seconds() {
+    let with = |knob: &str| {
+        obs("kind = \"no_errors\"\nload = \"main\"\nstep = \"baseline\"").replace(
+            "probes = [{ type = \"Liveness\", path = \"/live\", port = 8080 }]",
+            &format!("probes = [{{ type = \"Liveness\", path = \"/live\", port = 8080 }}]\n{knob}"),
+        )
+    };
+    for secs in [1, 30, 3600] {
+        let l = ok(
+            &with(&format!("progress_deadline_seconds = {secs}")),
+            "full",
+        );
+        assert_eq!(
+            l.apps[0]
+                .localplane_tags()
+                .get("localplane.progressDeadlineSeconds")
+                .map(String::as_str),
+            Some(secs.to_string().as_str())
+        );
+    }
+    for secs in [0, 3601] {
+        let e = err(
+            &with(&format!("progress_deadline_seconds = {secs}")),
+            "full",
+        );
+        assert!(e.contains("apps[0].progress_deadline_seconds"), "{e}");
+        assert!(e.contains("1 to 3600"), "{e}");
+    }
+}
