@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 25] = [
+const CATALOGUE: [&str; 27] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -33,6 +33,8 @@ const CATALOGUE: [&str; 25] = [
     "default-probes-slow-starter-short-own-probe",
     "platform-maintenance",
     "platform-maintenance-one-replica",
+    "failed-rollout",
+    "failed-rollout-lying-readiness",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {

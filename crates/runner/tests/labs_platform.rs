@@ -1,4 +1,14 @@
-//! The platform-maintenance lab, as CI runs it: `platform-maintenance` with its quick profile on
+//! The labs of what users fight with (issue #35), as CI runs them, each with its quick profile on
+//! localplane's Docker runtime with the real images.
+//!
+//! `failed-rollout` must end `held` with every check passing: a revision that never passes
+//! readiness and one that crash-loops never receive traffic (no client error), each reports
+//! `Provisioning` then `Failed` / `Unhealthy` past the progress deadline (30 s in the quick
+//! profile) and its update's operation fails; the next good rollout takes over without an error
+//! and deactivates them. Its control `failed-rollout-lying-readiness` (readiness passes, every
+//! request fails) must end `falsified` by exactly its "no client error" check.
+//!
+//! The platform-maintenance lab: `platform-maintenance` with its quick profile on
 //! localplane's Docker runtime with the real images must end `held` with every check passing:
 //! each app's replicas are stopped by the maintenance (`ManuallyStopped` rows), the one-replica
 //! app under the reported stop-first form (microsoft/azure-container-apps#1436) shows its
@@ -9,8 +19,8 @@
 //! the images `probelab/<name>:dev` must exist.
 //!
 //! Why they may share the machine (nextest group `platform`): what they judge is counts (stop
-//! rows, errors against none at 20 RPS) over seconds-long gaps, not latency; each runs its own
-//! localplane, Docker network and containers.
+//! rows, errors against none, revision states, failed operations) over seconds-long gaps and a
+//! 30 s deadline, not latency; each runs its own localplane, Docker network and containers.
 
 mod common;
 
@@ -35,4 +45,22 @@ async fn platform_maintenance_one_replica_is_falsified() {
         return;
     };
     assert_falsified_by(lab, &o, &["no client of one replica"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_rollout_quick_holds() {
+    let lab = "failed-rollout";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_held(lab, &o);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_rollout_lying_readiness_is_falsified() {
+    let lab = "failed-rollout-lying-readiness";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_falsified_by(lab, &o, &["no client error"]);
 }
