@@ -39,22 +39,8 @@ fn app(replicas: u32, form: Option<&str>) -> Value {
 /// Deploys `name` and waits until its `n` replicas are ready; returns its ingress fqdn and
 /// latest revision.
 async fn deploy(lab: &Lab, name: &str, body: Value, n: usize) -> (String, String) {
-    let (code, h, v) = lab
-        .call("PUT", &format!("{}?{AV}", lab.app_url(name)), Some(body))
-        .await;
-    assert!(code == 200 || code == 201, "{code} {v}");
-    assert_eq!(lab.wait_op(&h, Duration::from_secs(60)).await, "Succeeded");
-    let (_, _, v) = lab
-        .call("GET", &format!("{}?{AV}", lab.app_url(name)), None)
-        .await;
-    let rev = v["properties"]["latestRevisionName"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let fqdn = v["properties"]["configuration"]["ingress"]["fqdn"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    assert_eq!(lab.put_app(name, body).await, "Succeeded");
+    let (rev, fqdn) = lab.latest_revision_and_fqdn(name).await;
     eventually(Duration::from_secs(30), "every replica ready", || async {
         all_ready(&lab.replicas(name, &rev).await, n).then_some(())
     })

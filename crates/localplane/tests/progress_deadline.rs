@@ -27,35 +27,12 @@ fn app(env: Value) -> Value {
     body
 }
 
-/// PUTs `body` to app `name`; returns the operation's final status and its error object.
-async fn put(lab: &Lab, name: &str, body: Value) -> (String, Value) {
-    let (code, h, v) = lab
-        .call("PUT", &format!("{}?{AV}", lab.app_url(name)), Some(body))
-        .await;
-    assert!(code == 200 || code == 201, "{code} {v}");
-    let status = lab.wait_op(&h, Duration::from_secs(60)).await;
-    let url = h["azure-asyncoperation"].to_str().unwrap().to_owned();
-    let (_, _, op) = lab.call("GET", &url, None).await;
-    (status, op["error"].clone())
-}
-
-async fn latest(lab: &Lab, name: &str) -> Value {
-    let (_, _, v) = lab
-        .call("GET", &format!("{}?{AV}", lab.app_url(name)), None)
-        .await;
-    v
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_never_ready_revision_fails_at_the_deadline_and_never_gets_traffic() {
     let lab = Lab::process().await;
     lab.put_env().await;
-    let (status, _) = put(&lab, "app", app(json!([]))).await;
-    assert_eq!(status, "Succeeded");
-    let good = latest(&lab, "app").await["properties"]["latestRevisionName"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    assert_eq!(lab.put_app("app", app(json!([]))).await, "Succeeded");
+    let (good, _) = lab.latest_revision_and_fqdn("app").await;
 
     // Readiness checks a dependency nothing listens for: never ready.
     let never = json!([{"name": "READINESS_CHECK_DEPENDENCY", "value": "true"},
@@ -66,10 +43,7 @@ async fn a_never_ready_revision_fails_at_the_deadline_and_never_gets_traffic() {
     let put_url = format!("{}?{AV}", lab.app_url(name));
     let (code, h, v) = lab.call("PUT", &put_url, Some(body)).await;
     assert!(code == 200 || code == 201, "{code} {v}");
-    let bad = latest(&lab, name).await["properties"]["latestRevisionName"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (bad, _) = lab.latest_revision_and_fqdn(name).await;
     assert_ne!(bad, good);
     // Before the deadline: provisioning, no traffic.
     let rev = lab.revision(name, &bad).await;
@@ -113,12 +87,9 @@ async fn a_never_ready_revision_fails_at_the_deadline_and_never_gets_traffic() {
     );
 
     // A good revision takes the traffic and both older ones are deactivated.
-    let (status, err) = put(&lab, name, app(json!([{"name": "ROLLOUT", "value": "2"}]))).await;
-    assert_eq!(status, "Succeeded", "{err}");
-    let next = latest(&lab, name).await["properties"]["latestRevisionName"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let good_again = app(json!([{"name": "ROLLOUT", "value": "2"}]));
+    assert_eq!(lab.put_app(name, good_again).await, "Succeeded");
+    let (next, _) = lab.latest_revision_and_fqdn(name).await;
     for r in [&good, &bad] {
         eventually(
             Duration::from_secs(20),

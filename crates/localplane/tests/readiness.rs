@@ -26,19 +26,7 @@ fn readiness() -> Value {
 }
 
 async fn put(lab: &Lab, app: &str, body: Value) {
-    let (code, h, v) = lab
-        .call("PUT", &format!("{}?{AV}", lab.app_url(app)), Some(body))
-        .await;
-    assert!(code == 200 || code == 201, "{code} {v}");
-    assert_eq!(lab.wait_op(&h, Duration::from_secs(60)).await, "Succeeded");
-}
-
-async fn get_app(lab: &Lab, app: &str) -> Value {
-    let (code, _, v) = lab
-        .call("GET", &format!("{}?{AV}", lab.app_url(app)), None)
-        .await;
-    assert_eq!(code, 200, "{v}");
-    v
+    assert_eq!(lab.put_app(app, body).await, "Succeeded");
 }
 
 /// The revision that served `GET /` through the app's ingress (`fqdn`), if a replica answered.
@@ -72,7 +60,7 @@ async fn roll_out_behind_dependency(
     let mut body = subject_app(json!([]), 3, readiness());
     body["tags"] = tags.clone();
     put(lab, name, body).await;
-    let v = get_app(lab, name).await;
+    let v = lab.get_app(name).await;
     let rev1 = v["properties"]["latestRevisionName"]
         .as_str()
         .unwrap()
@@ -99,7 +87,7 @@ async fn roll_out_behind_dependency(
         .call("PUT", &format!("{}?{AV}", lab.app_url(name)), Some(body))
         .await;
     assert!(code == 200 || code == 201, "{code} {v}");
-    let rev2 = get_app(lab, name).await["properties"]["latestRevisionName"]
+    let rev2 = lab.get_app(name).await["properties"]["latestRevisionName"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -164,7 +152,7 @@ async fn a_new_revision_takes_the_traffic_once_it_runs_the_previous_count_ready(
     assert_eq!(lab.put_env().await, 201);
 
     put(&lab, "dep", dependency(false)).await;
-    let dep_fqdn = get_app(&lab, "dep").await["properties"]["configuration"]["ingress"]["fqdn"]
+    let dep_fqdn = lab.get_app("dep").await["properties"]["configuration"]["ingress"]["fqdn"]
         .as_str()
         .unwrap()
         .to_owned();

@@ -72,6 +72,40 @@ impl Lab {
         call(&self.client, method, url, body).await
     }
 
+    /// PUTs app `name` and waits for its operation (at most 60 s); returns the operation's final
+    /// status (`Succeeded`, `Failed`).
+    pub async fn put_app(&self, name: &str, body: Value) -> String {
+        let (code, h, v) = self
+            .call("PUT", &format!("{}?{AV}", self.app_url(name)), Some(body))
+            .await;
+        assert!(code == 200 || code == 201, "{code} {v}");
+        self.wait_op(&h, Duration::from_secs(60)).await
+    }
+
+    /// App `name`, as its GET answers it.
+    pub async fn get_app(&self, name: &str) -> Value {
+        let (code, _, v) = self
+            .call("GET", &format!("{}?{AV}", self.app_url(name)), None)
+            .await;
+        assert_eq!(code, 200, "{v}");
+        v
+    }
+
+    /// App `name`'s latest revision and its ingress fqdn.
+    pub async fn latest_revision_and_fqdn(&self, name: &str) -> (String, String) {
+        let v = self.get_app(name).await;
+        let field = |p: &str| {
+            v.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        (
+            field("/properties/latestRevisionName"),
+            field("/properties/configuration/ingress/fqdn"),
+        )
+    }
+
     /// Polls the `Azure-AsyncOperation` URL until it is no longer InProgress.
     pub async fn wait_op(&self, headers: &http::HeaderMap, limit: Duration) -> String {
         let url = headers
