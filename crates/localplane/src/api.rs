@@ -283,10 +283,6 @@ async fn upsert_app(
     };
     if new_revision {
         app.pending_ops.push(op.clone());
-        // The new revision's progress deadline (the app's knob; 600 s by default).
-        if let Some(o) = st.ops.get_mut(&op) {
-            o.deadline = tokio::time::Instant::now() + app.knobs.progress_deadline;
-        }
     }
     let notify = app.notify.clone();
     let stop = app.controller_stop.clone();

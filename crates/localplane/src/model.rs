@@ -524,6 +524,9 @@ pub const TAG_MAINTENANCE: &str = "localplane.maintenance";
 /// Seconds a new revision may take to become ready (default 600, Kubernetes'
 /// `progressDeadlineSeconds`; 1 to 3600): a lab's quick profile shortens it.
 pub const TAG_PROGRESS_DEADLINE: &str = "localplane.progressDeadlineSeconds";
+/// A new revision's progress deadline without the tag: Kubernetes' `progressDeadlineSeconds`
+/// (no Microsoft source gives one; users report updates hanging about 10 minutes).
+pub const DEFAULT_PROGRESS_DEADLINE: Duration = Duration::from_secs(600);
 /// The most [`TAG_PROGRESS_DEADLINE`] takes, in seconds.
 pub const MAX_PROGRESS_DEADLINE_SECONDS: u64 = 3600;
 
@@ -585,7 +588,7 @@ impl Knobs {
             ],
         )?;
         let progress_deadline = match get(TAG_PROGRESS_DEADLINE) {
-            None => crate::plane::OPERATION_TIMEOUT,
+            None => DEFAULT_PROGRESS_DEADLINE,
             Some(_) => match num(TAG_PROGRESS_DEADLINE)? {
                 s @ 1..=MAX_PROGRESS_DEADLINE_SECONDS => Duration::from_secs(s),
                 s => {

@@ -39,8 +39,9 @@ pub const DEFAULT_DOMAIN: &str = "localplane.internal";
 /// mode, with ingress): `{"host": <label host name>, "url": "http://127.0.0.1:<port>"}`.
 pub const LABEL_EXTENSION: &str = "localplaneLabel";
 
-/// Operations that never see their revision become ready fail after this long.
-pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long localplane waits for a replica to become ready where nothing else bounds the wait
+/// (a restart's or a maintenance's replacement): a new revision's default progress deadline.
+pub const OPERATION_TIMEOUT: Duration = crate::model::DEFAULT_PROGRESS_DEADLINE;
 
 pub struct Ctx {
     pub runtime: Runtime,
@@ -151,7 +152,9 @@ pub struct Op {
     pub start: Timestamp,
     pub end: Option<Timestamp>,
     pub error: Option<(String, String)>,
-    pub deadline: tokio::time::Instant,
+    /// When it started, on the monotonic clock: a new revision's operation fails once its app's
+    /// progress deadline has passed since.
+    pub started: tokio::time::Instant,
     /// What the operation's result URL (`Location`) answers once it succeeded: ARM's 200 with
     /// the resource as it is then (the az CLI reads it: `job update` fails without), or `None`
     /// for 204 (a delete).
@@ -601,7 +604,7 @@ impl Plane {
                 start: now,
                 end: if done { Some(now) } else { None },
                 error: None,
-                deadline: tokio::time::Instant::now() + OPERATION_TIMEOUT,
+                started: tokio::time::Instant::now(),
                 result: None,
             },
         );
@@ -846,10 +849,13 @@ impl Plane {
             }
             self.advance_latest(app, latest_idx, &mut st.ops);
         }
-        // Operations that waited too long fail.
+        // Operations of new revisions past the app's progress deadline fail.
         let now = tokio::time::Instant::now();
         app.pending_ops.retain(|op| {
-            let expired = st.ops.get(op).is_some_and(|o| o.deadline <= now);
+            let expired = st
+                .ops
+                .get(op)
+                .is_some_and(|o| o.started + app.knobs.progress_deadline <= now);
             if expired {
                 Self::finish_op_in(
                     &mut st.ops,
