@@ -1,10 +1,12 @@
 //! What the timeline shows, as data: the fired events (markers), the steps' spans, the lab's
-//! span and the replicas per revision per sampler tick, computed from the judged [`Analysis`].
+//! span, the replicas per revision per sampler tick and each revision's state changes as the
+//! samplers read them, computed from the judged [`Analysis`].
 //! [`crate::timeline_svg`] only draws them; the tests read them here without parsing SVG.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::Analysis;
+use crate::model::SystemEvent;
 use crate::rule::BucketRow;
 use crate::ts::parse_ms;
 
@@ -203,6 +205,45 @@ pub fn replica_series(a: &Analysis) -> ReplicaSeries {
                 .or_default()
                 .push((format!("{}:{}", exec.0, exec.1), pts));
         }
+    }
+    out
+}
+
+/// The strip row of the revision states the samplers read from ARM (not a system log row).
+pub const STATE_ROW: &str = "revision state (ARM)";
+
+/// Each revision's states (provisioning / running / health) as the samplers read them, as
+/// events of the strip row [`STATE_ROW`]: a revision's first sample, then every sample whose
+/// states differ from its previous one (`Failed/Failed/Unhealthy (was
+/// Provisioning/Processing/None)`), in time order.
+pub fn state_changes(a: &Analysis) -> Vec<SystemEvent> {
+    let mut samples: Vec<_> = a.acc.rev_samples.iter().collect();
+    samples.sort_by_key(|s| s.ts.epoch_ms());
+    let mut last: BTreeMap<(&str, &str), String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for s in samples {
+        let states = format!(
+            "{}/{}/{}",
+            s.provisioning_state,
+            s.running_state.as_deref().unwrap_or("-"),
+            s.health_state.as_deref().unwrap_or("-")
+        );
+        let prev = last.insert((s.app.as_str(), s.revision.as_str()), states.clone());
+        if prev.as_deref() == Some(states.as_str()) {
+            continue;
+        }
+        out.push(SystemEvent {
+            ts_ms: s.ts.epoch_ms(),
+            app: s.app.clone(),
+            revision: s.revision.clone(),
+            replica: String::new(),
+            reason: STATE_ROW.to_owned(),
+            msg: match prev {
+                Some(p) => format!("{states} (was {p})"),
+                None => states,
+            },
+            kind: "Normal".to_owned(),
+        });
     }
     out
 }

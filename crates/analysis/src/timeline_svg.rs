@@ -2,9 +2,11 @@
 //! story of a lab (event fired → new revision → switch → errors or none) in one picture.
 //!
 //! Panels, top to bottom: the steps as bands; err_pct per rule window with the threshold (bad
-//! windows as red dots; an observation lab has no rule, so neither is drawn); p50/p99 latency; the share of responses per revision (`served_by`);
-//! replicas per revision (counted from the samplers' `ReplicaInventorySample` ticks); the system
-//! events as a strip, one row per reason. A vertical marker crosses every panel at each fired
+//! windows as red dots; an observation lab has no rule, so neither is drawn); p50/p99 latency;
+//! the share of responses per revision (`served_by`); replicas per revision (counted from the
+//! samplers' `ReplicaInventorySample` ticks); the system events as a strip, one row per reason,
+//! and a last row of the revisions' state changes as the samplers read them from ARM, each
+//! labelled with its running state. A vertical marker crosses every panel at each fired
 //! perturbation event (`runs.json` actions, one per step and event). Window values are drawn
 //! at the window's middle; markers and system events at their own time.
 //!
@@ -18,10 +20,10 @@ use std::fmt::Write as _;
 use crate::Analysis;
 use crate::model::SystemEvent;
 use crate::rule::BucketRow;
-use crate::timeline_series::main_rows;
 pub use crate::timeline_series::{
     Marker, ReplicaSeries, StepSpan, lab_span, markers, replica_series, steps,
 };
+use crate::timeline_series::{STATE_ROW, main_rows, state_changes};
 use crate::ts::iso_s;
 
 const W: f64 = 1100.0;
@@ -230,10 +232,11 @@ struct Scene<'a> {
     /// The revisions that served a response in the span (`unknown` left out).
     revisions: Vec<String>,
     replicas: ReplicaSeries,
-    /// System events inside the span; `outside` counts the others.
-    events: Vec<&'a SystemEvent>,
+    /// System events inside the span, then the revisions' state changes
+    /// ([`crate::timeline_series::state_changes`]); `outside` counts the system events left out.
+    events: Vec<SystemEvent>,
     outside: usize,
-    /// The reasons of `events`, one strip row each.
+    /// The reasons of `events`, one strip row each (the state row last).
     reasons: Vec<&'a str>,
     markers: Vec<Marker>,
     steps: Vec<StepSpan>,
@@ -259,13 +262,32 @@ impl<'a> Scene<'a> {
             s.into_iter().cloned().collect()
         };
         let replicas = replica_series(a);
-        let events: Vec<&SystemEvent> =
-            a.acc.system.iter().filter(|e| ax.inside(e.ts_ms)).collect();
+        let mut events: Vec<SystemEvent> = a
+            .acc
+            .system
+            .iter()
+            .filter(|e| ax.inside(e.ts_ms))
+            .cloned()
+            .collect();
         let outside = a.acc.system.len() - events.len();
-        let reasons: Vec<&str> = {
-            let s: BTreeSet<&str> = events.iter().map(|e| e.reason.as_str()).collect();
+        let mut reasons: Vec<&str> = {
+            let s: BTreeSet<&str> = a
+                .acc
+                .system
+                .iter()
+                .filter(|e| ax.inside(e.ts_ms))
+                .map(|e| e.reason.as_str())
+                .collect();
             s.into_iter().collect()
         };
+        let states: Vec<SystemEvent> = state_changes(a)
+            .into_iter()
+            .filter(|e| ax.inside(e.ts_ms))
+            .collect();
+        if !states.is_empty() {
+            reasons.push(STATE_ROW);
+        }
+        events.extend(states);
         let markers: Vec<Marker> = markers(a)
             .into_iter()
             .filter(|m| ax.inside(m.ts_ms))
@@ -758,7 +780,21 @@ fn system_strip(svg: &mut String, sc: &Scene, lay: &Layout) {
             cy + 4.0,
             esc(&clip(reason, 24))
         );
+        // Where the last state label ends, so the next one starts after it, not over it.
+        let mut label_end = f64::MIN;
         for e in sc.events.iter().filter(|e| e.reason == *reason) {
+            if *reason == STATE_ROW {
+                // The running state, readable in a picture: the middle of `p/r/h (was ...)`.
+                let running = e.msg.split('/').nth(1).unwrap_or("");
+                let x = (sc.ax.x(e.ts_ms) + 5.0).max(label_end + 4.0);
+                label_end = x + 5.5 * running.chars().count() as f64;
+                let _ = write!(
+                    svg,
+                    r##"<text class="revision-state" x="{x:.1}" y="{:.1}" font-size="9" fill="#555">{}</text>"##,
+                    cy - 4.0,
+                    esc(running)
+                );
+            }
             let _ = write!(
                 svg,
                 r##"<circle class="system-event" cx="{:.1}" cy="{cy:.1}" r="3.5" fill="{color}"><title>{}</title></circle>"##,

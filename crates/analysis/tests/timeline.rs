@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 
 use analysis::html::{self, HtmlOptions};
-use analysis::timeline_svg;
 use analysis::{Analysis, EventSummary, Options, analyze, find_lab};
+use analysis::{timeline_series, timeline_svg};
 
 fn quick() -> Analysis {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quick-rollout-pack");
@@ -384,4 +384,41 @@ fn q3_has_no_weight_transition_when_the_weights_stay() {
         "{:?}",
         q3_transitions(&a)
     );
+}
+
+/// The strip's last row shows each revision's state changes as the samplers read them: one dot
+/// and one running-state label per change (a revision's first sample, then each sample whose
+/// states differ from its previous one), never a repeat of the same states.
+#[test]
+fn revision_state_changes_are_a_strip_row_of_their_own() {
+    let a = quick();
+    let changes = timeline_series::state_changes(&a);
+    assert!(!changes.is_empty());
+    let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
+    for c in &changes {
+        assert_eq!(c.reason, timeline_series::STATE_ROW);
+        let states = c.msg.split(" (was ").next().unwrap();
+        match last.insert(c.revision.as_str(), states) {
+            None => assert!(!c.msg.contains("(was"), "a first sample: {}", c.msg),
+            Some(prev) => {
+                assert_ne!(prev, states, "{}: a change, not a repeat", c.revision);
+                assert!(c.msg.ends_with(&format!("(was {prev})")), "{}", c.msg);
+            }
+        }
+    }
+    // A rollout's new revision is seen provisioning, then provisioned.
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.msg.starts_with("Provisioned/") && c.msg.contains("(was Provisioning/")),
+        "{changes:#?}"
+    );
+    let svg = timeline_svg::lab(&a).unwrap();
+    assert!(svg.contains(">revision state (ARM)</text>"));
+    let (t0, t1) = timeline_svg::lab_span(&a).unwrap();
+    let in_span = changes
+        .iter()
+        .filter(|c| c.ts_ms >= t0 && c.ts_ms <= t1)
+        .count();
+    assert_eq!(tags(&svg, "<text class=\"revision-state\"").len(), in_span);
 }
