@@ -358,7 +358,7 @@ pub fn check_text(c: &Check) -> String {
 
 /// A `revision_state_seen` check's states in words: `runningState Failed, provisioningState
 /// Failed, healthState Unhealthy`.
-fn state_text(c: &Check) -> String {
+pub fn state_text(c: &Check) -> String {
     [
         ("runningState", &c.running_state),
         ("provisioningState", &c.provisioning_state),

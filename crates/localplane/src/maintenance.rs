@@ -22,7 +22,6 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::response::IntoResponse;
@@ -33,7 +32,7 @@ use crate::api::ArmResult;
 use crate::error::ArmError;
 use crate::handler::{ApiState, Origin, with_lro};
 use crate::model::MaintenanceForm;
-use crate::plane::{OPERATION_TIMEOUT, OpResult, OpStatus, Plane, key};
+use crate::plane::{OpResult, OpStatus, Plane, key};
 use crate::replica::Replica;
 
 /// The 409 of a second maintenance of an app while one is under way.
@@ -206,7 +205,7 @@ pub fn plan(plane: &Plane, app: &str) -> Result<Plan, MaintenanceError> {
 }
 
 /// Moves every replica of `plan` once, one at a time, in its form; `Err` names a replacement
-/// that did not become ready within [`OPERATION_TIMEOUT`] (or the app's deletion).
+/// that did not become ready within [`crate::plane::OPERATION_TIMEOUT`] (or the app's deletion).
 pub async fn maintain(plane: &Arc<Plane>, plan: Plan) -> Result<Report, MaintenanceError> {
     let app = plan.app.as_str();
     let mut out = Vec::new();
@@ -268,20 +267,21 @@ async fn stop_first(
         plane.take_out(a, rep.clone());
         known
     };
-    let stopped = wait_for(plane, || rep.is_done()).await;
+    let stopped = plane.wait_until(|| rep.is_done()).await;
     if !stopped {
         return Err(MaintenanceError::NotStopped(rep.name.clone()));
     }
     let mut replacement: Option<Arc<Replica>> = None;
-    let ready = wait_for(plane, || {
-        if replacement.is_none() {
-            replacement = live(plane, app, rev)
-                .into_iter()
-                .find(|r| !known.contains(&r.name));
-        }
-        replacement.as_ref().is_some_and(|r| r.ready())
-    })
-    .await;
+    let ready = plane
+        .wait_until(|| {
+            if replacement.is_none() {
+                replacement = live(plane, app, rev)
+                    .into_iter()
+                    .find(|r| !known.contains(&r.name));
+            }
+            replacement.as_ref().is_some_and(|r| r.ready())
+        })
+        .await;
     if ready {
         Ok(())
     } else {
@@ -312,19 +312,4 @@ fn live_of(r: &crate::plane::Revision) -> Vec<Arc<Replica>> {
         .filter(|x| !x.retiring.load(Ordering::SeqCst) && !x.is_done())
         .cloned()
         .collect()
-}
-
-/// Polls `done` every 100 ms until it holds (`true`), [`OPERATION_TIMEOUT`] passes or localplane
-/// shuts down (`false`).
-async fn wait_for(plane: &Plane, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
-    loop {
-        if done() {
-            return true;
-        }
-        if plane.ctx.shutdown.is_cancelled() || tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }

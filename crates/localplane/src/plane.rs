@@ -1343,6 +1343,21 @@ impl Plane {
         }
     }
 
+    /// Polls `done` every 100 ms until it holds (`true`), [`OPERATION_TIMEOUT`] passes or
+    /// localplane shuts down (`false`): the bounded wait for a replacement replica.
+    pub async fn wait_until(&self, mut done: impl FnMut() -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
+        loop {
+            if done() {
+                return true;
+            }
+            if self.ctx.shutdown.is_cancelled() || tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Restarts revision `rev` replica by replica, as Container Apps does (recorded): a new
     /// replica is assigned; once it is ready the next new one is assigned and then the old one
     /// it replaces is retired (`ManuallyStopped`); after the last, the last old one is retired.
@@ -1406,13 +1421,9 @@ impl Plane {
                 new_rep
             };
             let Some(new_rep) = new_rep else { return };
-            let deadline = tokio::time::Instant::now() + OPERATION_TIMEOUT;
-            while !new_rep.ready() && tokio::time::Instant::now() < deadline {
-                if plane.ctx.shutdown.is_cancelled() || new_rep.is_done() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            plane
+                .wait_until(|| new_rep.ready() || new_rep.is_done())
+                .await;
             replaced = Some(old_rep);
         }
         if let Some(prev) = replaced {

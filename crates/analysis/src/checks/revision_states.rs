@@ -72,7 +72,7 @@ pub(super) fn revision_state_seen(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -
         format!(
             "{} sample(s) of {app} with {} (need >= {min}) in {what}{first}; seen: {}",
             hits.len(),
-            wanted_text(c, running),
+            lab::describe::state_text(c),
             seen.join(", ")
         ),
         json!({
@@ -94,18 +94,6 @@ pub(super) fn revision_state_seen(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -
             })
             .collect(),
     )
-}
-
-/// The states asked for, in words: `runningState Failed, healthState Unhealthy`.
-fn wanted_text(c: &CheckSpec, running: &str) -> String {
-    let mut parts = vec![format!("runningState {running}")];
-    if let Some(p) = &c.provisioning_state {
-        parts.push(format!("provisioningState {p}"));
-    }
-    if let Some(h) = &c.health_state {
-        parts.push(format!("healthState {h}"));
-    }
-    parts.join(", ")
 }
 
 /// Each revision's (provisioning, running, health) states in the samples, with their counts:
