@@ -29,7 +29,7 @@ use tokio_util::either::Either;
 
 use crate::config::ConnMode;
 use crate::h1::{self, ExchangeError, Wanted};
-use crate::target::Target;
+use crate::target::{self, Target};
 
 /// The result of one request, before attribution to a window.
 pub struct Response {
@@ -39,6 +39,8 @@ pub struct Response {
     pub err_msg: Option<String>,
     pub revision: Option<HeaderValue>,
     pub replica: Option<HeaderValue>,
+    /// The `Set-Cookie` headers, kept for a scenario of virtual clients only.
+    pub set_cookies: Vec<HeaderValue>,
 }
 
 /// A failed request, by the stage that failed.
@@ -109,6 +111,8 @@ pub struct HttpClient {
     idle: Mutex<Vec<Conn>>,
     revision_header: HeaderName,
     replica_header: HeaderName,
+    /// Keep `Set-Cookie` headers (a scenario of virtual clients).
+    set_cookie: bool,
 }
 
 impl HttpClient {
@@ -133,16 +137,24 @@ impl HttpClient {
             idle: Mutex::new(Vec::with_capacity(cap)),
             revision_header,
             replica_header,
+            set_cookie: false,
         }
+    }
+
+    /// The client of a scenario of virtual clients: it keeps the `Set-Cookie` headers.
+    pub fn keeping_cookies(mut self) -> Self {
+        self.set_cookie = true;
+        self
     }
 
     /// Sends one GET and reads the whole body, within the scenario's timeout. Never fails: every
     /// error becomes a classified [`Response`]. `want_msg` asks for the error text (for `req`
     /// lines); without it no string is built. The request is complete when this returns; the
     /// caller then lets the [`Closing`] finish (after recording the response, so that waiting
-    /// for the server to close is not counted as latency).
-    pub async fn get(&self, want_msg: bool) -> (Response, Closing) {
-        match tokio::time::timeout(self.timeout, self.get_inner()).await {
+    /// for the server to close is not counted as latency). `cookie` is sent as the `Cookie`
+    /// header (a virtual client's jar).
+    pub async fn get(&self, want_msg: bool, cookie: Option<&str>) -> (Response, Closing) {
+        match tokio::time::timeout(self.timeout, self.get_inner(cookie)).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => (
                 Response {
@@ -151,6 +163,7 @@ impl HttpClient {
                     err_msg: want_msg.then(|| e.message()),
                     revision: None,
                     replica: None,
+                    set_cookies: Vec::new(),
                 },
                 Closing(None),
             ),
@@ -162,6 +175,7 @@ impl HttpClient {
                         .then(|| format!("no complete response within {:?}", self.timeout)),
                     revision: None,
                     replica: None,
+                    set_cookies: Vec::new(),
                 },
                 Closing(None),
             ),
@@ -239,21 +253,33 @@ impl HttpClient {
         }
     }
 
-    async fn get_inner(&self) -> Result<(Response, Closing), Fail> {
+    async fn get_inner(&self, cookie: Option<&str>) -> Result<(Response, Closing), Fail> {
         let wanted = Wanted {
             revision: self.revision_header.as_str(),
             replica: self.replica_header.as_str(),
+            set_cookie: self.set_cookie,
+        };
+        let with_cookie;
+        let base: &[u8] = match self.mode {
+            ConnMode::Close => &self.target.close_request,
+            ConnMode::KeepAlive => &self.target.keep_alive_request,
+        };
+        let request = match cookie {
+            None => base,
+            Some(c) => {
+                with_cookie = target::with_cookie(base, c);
+                &with_cookie
+            }
         };
         let (head, closing) = match self.mode {
             ConnMode::Close => {
                 let mut conn = self.connect().await?;
-                let head = h1::exchange(&mut conn, &self.target.close_request, &wanted)
+                let head = h1::exchange(&mut conn, request, &wanted)
                     .await
                     .map_err(Fail::Exchange)?;
                 (head, Closing(Some(conn)))
             }
             ConnMode::KeepAlive => {
-                let request = &self.target.keep_alive_request;
                 let (mut conn, reused) = match self.take_idle() {
                     Some(c) => (c, true),
                     None => (self.connect().await?, false),
@@ -280,6 +306,7 @@ impl HttpClient {
             err_msg: None,
             revision: head.revision,
             replica: head.replica,
+            set_cookies: head.set_cookies,
         };
         Ok((response, closing))
     }

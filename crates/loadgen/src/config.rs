@@ -10,6 +10,7 @@ use http::Uri;
 use labkit::config::parse_duration;
 use serde::Serialize;
 
+use crate::clients::MAX_CLIENTS;
 use crate::profile::Profile;
 use crate::target::Target;
 use crate::tls::{DEFAULT_CA_FILE, TlsError};
@@ -86,6 +87,12 @@ pub struct Args {
     /// Closed model: pause between a worker's requests.
     #[arg(long, env = "THINK", default_value = "0s", value_parser = parse_duration)]
     pub think: Duration,
+    /// Virtual clients for the main stream (open model): its arrivals go to N clients in turn,
+    /// each keeping its own cookies (`Set-Cookie` stored, sent back as `Cookie`), so an affinity
+    /// cookie pins each client to a replica. Prints a `client` line when a client is first
+    /// served, moves to another replica or gets a cookie. 1 to 10,000.
+    #[arg(long, env = "CLIENTS")]
+    pub clients: Option<usize>,
     /// Side stream `rate=1,path=/slow?seconds=20,timeout=60s,name=slow` (repeatable; in the env
     /// variable separate streams with `;`).
     #[arg(long = "also", env = "ALSO", value_delimiter = ';')]
@@ -155,6 +162,8 @@ pub enum ConfigError {
     OkStatus(String),
     #[error("{0:?} is not a valid header name")]
     Header(String),
+    #[error("--clients must be between 1 and {MAX_CLIENTS}, got {0}")]
+    Clients(usize),
     #[error("{0}")]
     Conflict(&'static str),
     #[error(transparent)]
@@ -182,6 +191,8 @@ pub struct ScenarioConfig {
     pub connection: ConnMode,
     pub max_in_flight: usize,
     pub log_requests: LogRequests,
+    /// Virtual clients with cookie jars (`--clients`, main stream only); 0: none.
+    pub clients: usize,
 }
 
 /// Which statuses count as ok.
@@ -434,6 +445,7 @@ impl Args {
             connection: self.connection,
             max_in_flight,
             log_requests: self.log_requests,
+            clients: self.clients.unwrap_or(0),
         }];
         for s in &self.also {
             let side = self.side_scenario(s, &uri, &scenarios, &target)?;
@@ -487,6 +499,16 @@ impl Args {
         }
         check_rate(self.rate)?;
         check_rate(self.start_rate)?;
+        match self.clients {
+            Some(n) if n == 0 || n > MAX_CLIENTS => return Err(ConfigError::Clients(n)),
+            Some(_) if self.workers.is_some() => {
+                return Err(ConfigError::Conflict(
+                    "--clients spreads the open model's arrivals; it does not combine with \
+                     --workers (closed model)",
+                ));
+            }
+            _ => {}
+        }
         Ok(())
     }
 
@@ -564,6 +586,7 @@ impl Args {
                 .unwrap_or(default_in_flight(side.rate))
                 .max(1),
             log_requests: side.log_requests,
+            clients: 0,
         })
     }
 
@@ -580,6 +603,7 @@ impl Args {
             "start_rate": self.start_rate,
             "connection": self.connection,
             "workers": self.workers,
+            "clients": self.clients,
             "think_s": self.think.as_secs_f64(),
             "also": self.also,
             "revision_header": self.revision_header,
@@ -718,5 +742,25 @@ mod tests {
             c.scenarios[0].model,
             Model::Closed { workers: 3, .. }
         ));
+    }
+
+    #[test]
+    fn clients_need_the_open_model_and_a_bounded_count() {
+        assert_eq!(cfg(&[]).unwrap().scenarios[0].clients, 0);
+        let c = cfg(&["--clients", "12", "--also", "name=side,rate=1"]).unwrap();
+        assert_eq!(c.scenarios[0].clients, 12);
+        assert_eq!(c.scenarios[1].clients, 0, "side streams keep no cookies");
+        assert_eq!(c.echo["clients"], 12);
+        assert!(
+            cfg(&["--clients", "0"])
+                .unwrap_err()
+                .contains("between 1 and")
+        );
+        assert!(cfg(&["--clients", "10001"]).unwrap_err().contains("10000"));
+        assert!(
+            cfg(&["--clients", "2", "--workers", "2"])
+                .unwrap_err()
+                .contains("--workers")
+        );
     }
 }

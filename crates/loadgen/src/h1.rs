@@ -75,6 +75,8 @@ pub struct Head {
     pub status: u16,
     pub revision: Option<HeaderValue>,
     pub replica: Option<HeaderValue>,
+    /// Every `Set-Cookie` header, when [`Wanted::set_cookie`] asked for them.
+    pub set_cookies: Vec<HeaderValue>,
     /// The connection can carry another request: HTTP/1.1 without `Connection: close`, a body
     /// with a known end, and nothing after it.
     pub reusable: bool,
@@ -84,6 +86,8 @@ pub struct Head {
 pub struct Wanted<'a> {
     pub revision: &'a str,
     pub replica: &'a str,
+    /// Keep the `Set-Cookie` headers (virtual clients with cookie jars).
+    pub set_cookie: bool,
 }
 
 /// How the body of a response ends.
@@ -174,6 +178,7 @@ fn parse_head(
         status,
         revision: None,
         replica: None,
+        set_cookies: Vec::new(),
         reusable: resp.version == Some(1),
     };
     let mut length: Option<u64> = None;
@@ -184,6 +189,8 @@ fn parse_head(
             head.revision = header_value(h.value);
         } else if name.eq_ignore_ascii_case(wanted.replica) {
             head.replica = header_value(h.value);
+        } else if wanted.set_cookie && name.eq_ignore_ascii_case("set-cookie") {
+            head.set_cookies.extend(header_value(h.value));
         } else if name.eq_ignore_ascii_case("content-length") {
             let v = content_length(h.value)?;
             if length.is_some_and(|l| l != v) {
@@ -455,6 +462,7 @@ mod tests {
     const WANTED: Wanted<'static> = Wanted {
         revision: "x-revision",
         replica: "x-replica",
+        set_cookie: false,
     };
 
     /// The exchange with `reply` cut into reads of every size from 1 byte to all of it, the
@@ -485,8 +493,28 @@ mod tests {
             status,
             revision: rev.map(HeaderValue::from_static),
             replica: None,
+            set_cookies: Vec::new(),
             reusable,
         })
+    }
+
+    #[tokio::test]
+    async fn set_cookie_headers_are_kept_only_when_asked_for() {
+        let reply = b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Path=/\r\nset-cookie: b=2\r\nContent-Length: 0\r\n\r\n";
+        let wanted = Wanted {
+            set_cookie: true,
+            ..WANTED
+        };
+        let mut io = server(reply, reply.len(), End::Hang);
+        let head = exchange(&mut io, b"GET / HTTP/1.1\r\n\r\n", &wanted)
+            .await
+            .unwrap();
+        assert_eq!(head.set_cookies, ["a=1; Path=/", "b=2"]);
+        let mut io = server(reply, reply.len(), End::Hang);
+        let head = exchange(&mut io, b"GET / HTTP/1.1\r\n\r\n", &WANTED)
+            .await
+            .unwrap();
+        assert!(head.set_cookies.is_empty());
     }
 
     #[tokio::test]

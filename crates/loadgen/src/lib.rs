@@ -18,6 +18,7 @@
 //! number of scenarios and staircase steps.
 
 pub mod client;
+pub mod clients;
 pub mod config;
 pub mod h1;
 pub mod pacer;
@@ -32,13 +33,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use labkit::Timestamp;
-use labkit::event::loadgen::{Bucket, Meta, MetaPhase, Req, Step, Summary};
+use labkit::event::loadgen::{Bucket, ClientChange, Meta, MetaPhase, Req, Step, Summary};
 use labkit::event::{Line, err_pct};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{HttpClient, status_class};
+use crate::clients::{Change, Clients};
 pub use crate::config::{Args, ArgsError, Config, ConfigError};
 use crate::config::{LogRequests, Model, ScenarioConfig, StatusSet};
 use crate::pacer::Pacer;
@@ -94,6 +96,14 @@ enum Msg {
         step: Option<u32>,
     },
     StepStart(u32),
+    /// A virtual client was first served, moved or got a cookie.
+    Client {
+        scenario: usize,
+        done_ms: i64,
+        code: Option<u16>,
+        revision: Option<String>,
+        change: Change,
+    },
     Finish {
         interrupted: bool,
         elapsed: Duration,
@@ -105,6 +115,8 @@ struct Scn {
     idx: usize,
     cfg: ScenarioConfig,
     client: Option<HttpClient>,
+    /// The virtual clients (`--clients`) of an open-model scenario that has them.
+    clients: Option<Clients>,
     in_flight: AtomicUsize,
     started: AtomicU64,
     tx: mpsc::UnboundedSender<Msg>,
@@ -161,6 +173,25 @@ impl Scn {
             replica: r.replica,
         };
         let _ = self.tx.send(Msg::Done(o));
+    }
+}
+
+impl Scn {
+    /// Applies a response of virtual client `c` to it, reporting what changed.
+    fn report_client(&self, c: usize, r: &client::Response, done: Instant) {
+        let Some(clients) = &self.clients else {
+            return;
+        };
+        let done_ms = self.wall_ms(done);
+        if let Some(change) = clients.observe(c, r.replica.as_ref(), &r.set_cookies) {
+            let _ = self.tx.send(Msg::Client {
+                scenario: self.idx,
+                done_ms,
+                code: r.status,
+                revision: r.revision.as_ref().map(header_text),
+                change,
+            });
+        }
     }
 }
 
@@ -263,20 +294,28 @@ fn scenarios(
         .iter()
         .enumerate()
         .map(|(idx, sc)| {
-            let client = matches!(sc.model, Model::Open(_)).then(|| {
-                HttpClient::new(
+            let open = matches!(sc.model, Model::Open(_));
+            let clients = (open && sc.clients > 0).then(|| Clients::new(sc.clients));
+            let client = open.then(|| {
+                let c = HttpClient::new(
                     sc.target.clone(),
                     sc.connection,
                     sc.timeout,
                     sc.max_in_flight,
                     cfg.revision_header.clone(),
                     cfg.replica_header.clone(),
-                )
+                );
+                if clients.is_some() {
+                    c.keeping_cookies()
+                } else {
+                    c
+                }
             });
             Arc::new(Scn {
                 idx,
                 cfg: sc.clone(),
                 client,
+                clients,
                 in_flight: AtomicUsize::new(0),
                 started: AtomicU64::new(0),
                 tx: tx.clone(),
@@ -435,6 +474,8 @@ async fn open_loop(
     tokio::pin!(cancelled);
     let mut cur_step = None;
     let mut arrivals = profile.arrivals();
+    // The index of the arrival sent next (its virtual client's, with `--clients`).
+    let mut sent_count: u64 = 0;
     while let Some((offset, step)) = arrivals.next() {
         let at = s.start + offset;
         if at >= end {
@@ -479,12 +520,19 @@ async fn open_loop(
         s.in_flight.fetch_add(1, Ordering::AcqRel);
         s.started.fetch_add(1, Ordering::AcqRel);
         let guard = InFlight(s.clone());
+        let vc = s.clients.as_ref().map(|c| c.of_arrival(sent_count));
+        sent_count += 1;
         tokio::spawn(async move {
             let s = &guard.0;
+            let cookie = vc.and_then(|c| s.clients.as_ref()?.cookie(c));
             let sent = Instant::now();
             if let Some(c) = &s.client {
-                let (r, closing) = c.get(s.want_msg).await;
-                s.report(r, at, sent, Instant::now(), step);
+                let (r, closing) = c.get(s.want_msg, cookie.as_deref()).await;
+                let done = Instant::now();
+                if let Some(vc) = vc {
+                    s.report_client(vc, &r, done);
+                }
+                s.report(r, at, sent, done, step);
                 closing.finish().await;
             }
             drop(guard);
@@ -508,7 +556,7 @@ async fn worker(
         s.started.fetch_add(1, Ordering::AcqRel);
         let guard = InFlight(s.clone());
         let sent = Instant::now();
-        let (r, closing) = client.get(s.want_msg).await;
+        let (r, closing) = client.get(s.want_msg, None).await;
         s.report(r, sent, sent, Instant::now(), None);
         closing.finish().await;
         drop(guard);
@@ -703,6 +751,24 @@ impl Aggregator {
                 }
             }
             Msg::StepStart(k) => self.emit_steps(k),
+            Msg::Client {
+                scenario,
+                done_ms,
+                code,
+                revision,
+                change,
+            } => self.out.emit(ClientChange {
+                ts: Timestamp::from_epoch_ms(done_ms),
+                run_id: self.run_id.clone(),
+                perturbation_id: self.perturbation_id.clone(),
+                scenario: self.scns[scenario].name.clone(),
+                client: change.client,
+                code,
+                replica: change.replica,
+                revision,
+                previous_replica: change.previous_replica,
+                set_cookie: change.set_cookie,
+            }),
             Msg::Finish { .. } => {}
         }
     }

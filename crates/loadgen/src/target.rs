@@ -90,6 +90,7 @@ impl Target {
             None
         };
         let request = |connection: &str| {
+            // `with_cookie` inserts before the final blank line.
             format!(
                 "GET {path} HTTP/1.1\r\nhost: {host_part}\r\nuser-agent: {UA}\r\n{connection}\r\n"
             )
@@ -105,5 +106,37 @@ impl Target {
             close_request: request("connection: close\r\n"),
             tls,
         })
+    }
+}
+
+/// `request` (one of a [`Target`]'s) with a `Cookie` header: a virtual client's jar. The value
+/// comes from `Set-Cookie` headers the server sent, which are header text; a CR or LF in it
+/// would end the header, so such bytes are dropped.
+pub(crate) fn with_cookie(request: &[u8], cookie: &str) -> Vec<u8> {
+    // Every request ends with its blank line; the header goes before it.
+    let head = request.strip_suffix(b"\r\n").unwrap_or(request);
+    let mut r = Vec::with_capacity(request.len() + cookie.len() + 10);
+    r.extend_from_slice(head);
+    r.extend_from_slice(b"cookie: ");
+    r.extend(cookie.bytes().filter(|b| *b != b'\r' && *b != b'\n'));
+    r.extend_from_slice(b"\r\n\r\n");
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cookie_header_goes_before_the_blank_line_without_line_breaks() {
+        let t = Target::new(&"http://h:1/p".parse().unwrap(), None).unwrap();
+        let r = with_cookie(&t.keep_alive_request, "a=1; b=2\r\nx: y");
+        let text = String::from_utf8(r).unwrap();
+        assert!(
+            text.starts_with("GET /p HTTP/1.1\r\nhost: h:1\r\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("\r\ncookie: a=1; b=2x: y\r\n\r\n"), "{text}");
+        assert_eq!(text.matches("\r\n\r\n").count(), 1);
     }
 }

@@ -122,6 +122,46 @@ pub struct Req {
     pub replica: Option<String>,
 }
 
+/// `client`: a virtual client of `--clients` whose replica or cookies changed. The first line
+/// of a client is its first response from a replica (`previous_replica` absent: it is pinned);
+/// every later one is a response from another replica than the client's previous one (it
+/// moved), or one that set a cookie. Nothing is printed while a client stays where it is, so a
+/// sticky run prints about one line per client and per move.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientChange {
+    /// When the response arrived.
+    pub ts: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturbation_id: Option<String>,
+    #[serde(default = "default_scenario")]
+    pub scenario: String,
+    /// The virtual client, 0 to `clients - 1`.
+    pub client: u32,
+    /// The response's HTTP status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+    /// The replica that answered (the replica header), absent when the response named none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// The replica of the client's previous response from a replica; absent for its first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_replica: Option<String>,
+    /// The cookies the response set, `name=value` each (attributes dropped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_cookie: Vec<String>,
+}
+
+impl ClientChange {
+    /// The client was served by another replica than before.
+    pub fn moved(&self) -> bool {
+        matches!((&self.previous_replica, &self.replica), (Some(a), Some(b)) if a != b)
+    }
+}
+
 /// `step`: one step of a staircase preflight.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {

@@ -3,7 +3,7 @@
 //! Every line is one JSON object with `kind`, `ts` (RFC 3339 UTC, milliseconds) and, where it
 //! applies, `run_id` and `perturbation_id`. Field names follow the original labs so their KQL keeps
 //! working on our output (minus the logfmt unwrap). One module per producer:
-//! [`loadgen`] (`meta`, `bucket`, `req`, `step`, `summary`), [`sampler`] (`RevisionStateSample`,
+//! [`loadgen`] (`meta`, `bucket`, `req`, `step`, `client`, `summary`), [`sampler`] (`RevisionStateSample`,
 //! `ReplicaInventorySample`, `PerturbationWindowMarker`, `SamplerError`), [`subject`]
 //! (`subject`, with the event name in `event`) and [`diag`] (`log`, tracing diagnostics).
 //!
@@ -18,7 +18,7 @@ pub mod subject;
 use serde::{Deserialize, Serialize};
 
 pub use diag::LogLine;
-pub use loadgen::{Bucket, Meta, MetaPhase, Req, Step, Summary};
+pub use loadgen::{Bucket, ClientChange, Meta, MetaPhase, Req, Step, Summary};
 pub use sampler::{
     ContainerSample, MarkerPhase, PerturbationWindowMarker, ReplicaInventorySample,
     RevisionStateSample, SamplerError,
@@ -37,6 +37,8 @@ pub enum Line {
     Req(Req),
     #[serde(rename = "step")]
     Step(Step),
+    #[serde(rename = "client")]
+    Client(ClientChange),
     #[serde(rename = "summary")]
     Summary(Summary),
     RevisionStateSample(RevisionStateSample),
@@ -57,6 +59,7 @@ impl Line {
             Line::Bucket(_) => "bucket",
             Line::Req(_) => "req",
             Line::Step(_) => "step",
+            Line::Client(_) => "client",
             Line::Summary(_) => "summary",
             Line::RevisionStateSample(_) => "RevisionStateSample",
             Line::ReplicaInventorySample(_) => "ReplicaInventorySample",
@@ -95,6 +98,7 @@ impl_from_for_line!(
     Bucket => Bucket,
     Req => Req,
     Step => Step,
+    ClientChange => Client,
     Summary => Summary,
     RevisionStateSample => RevisionStateSample,
     ReplicaInventorySample => ReplicaInventorySample,

@@ -74,6 +74,19 @@ fn examples() -> Vec<Line> {
             replica: Some("app--a-xyz".into()),
         }
         .into(),
+        ClientChange {
+            ts: ts(),
+            run_id: Some("rollout-x".into()),
+            perturbation_id: None,
+            scenario: "main".into(),
+            client: 7,
+            code: Some(200),
+            replica: Some("app--b-xyz".into()),
+            revision: Some("app--b".into()),
+            previous_replica: Some("app--a-xyz".into()),
+            set_cookie: vec!["localplane-affinity=app--b-xyz".into()],
+        }
+        .into(),
         Step {
             ts: ts(),
             run_id: Some("preflight".into()),
@@ -215,7 +228,7 @@ fn examples() -> Vec<Line> {
 fn every_kind_round_trips_through_json() {
     let examples = examples();
     let kinds: std::collections::BTreeSet<_> = examples.iter().map(Line::kind).collect();
-    assert_eq!(kinds.len(), 11, "one example per kind");
+    assert_eq!(kinds.len(), 12, "one example per kind");
     for line in examples {
         let json = line.to_json();
         assert!(!json.contains('\n'), "one line: {json}");
