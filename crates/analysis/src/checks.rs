@@ -55,7 +55,10 @@
 //!   when they hold fewer (no `req` lines, lost lines) the errors cannot all be attributed and
 //!   the check is not evaluated. No error at all passes (nothing was served by another
 //!   revision), and says so.
+//! - `clients_moved`: the load's virtual clients that moved to another replica, within `[min,
+//!   max]` ([`clients_moved`]).
 
+mod clients_moved;
 mod revision_states;
 
 use labkit::config::parse_duration;
@@ -129,7 +132,8 @@ fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
         | K::SlowestBetween
         | K::ErrorRateBetween
         | K::ErrorsServedBy
-        | K::ServedShareBetween => Level::Measured,
+        | K::ServedShareBetween
+        | K::ClientsMoved => Level::Measured,
         _ => Level::Observed,
     };
     let e = match inp.runs {
@@ -145,6 +149,7 @@ fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
             | K::ServedShareBetween => load_check(c, runs, inp),
             K::SystemEventAtLeast => event_check(c, runs, inp.acc),
             K::RevisionStateSeen => revision_states::revision_state_seen(c, runs, inp.acc),
+            K::ClientsMoved => clients_moved::clients_moved(c, runs, inp.acc),
             K::RestartCountAtLeast
             | K::RestartCountAtMost
             | K::ProbeFailed

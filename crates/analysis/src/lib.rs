@@ -14,6 +14,7 @@ pub mod atomic;
 pub mod campaign;
 pub mod charts;
 pub mod checks;
+pub mod clients;
 pub mod events;
 pub mod evidence;
 pub mod html;

@@ -521,6 +521,8 @@ pub struct Acc {
     pub summaries: Vec<Summary>,
     pub metas: Vec<Meta>,
     pub failed: Vec<FailedReq>,
+    /// loadgen's `client` lines (virtual clients pinned, moved or given a cookie), folded.
+    pub clients: crate::clients::ClientMoves,
 }
 
 impl Acc {
@@ -542,6 +544,7 @@ impl Acc {
             summaries: Vec::new(),
             metas: Vec::new(),
             failed: Vec::new(),
+            clients: crate::clients::ClientMoves::default(),
         }
     }
 
@@ -590,6 +593,7 @@ impl Acc {
         self.steps.extend(o.steps);
         self.summaries.extend(o.summaries);
         self.metas.extend(o.metas);
+        self.clients.merge(o.clients);
         let room = MAX_FAILED.saturating_sub(self.failed.len());
         let n = o.failed.len();
         self.failed.extend(o.failed.into_iter().take(room));
@@ -608,6 +612,7 @@ impl Acc {
         self.sampler_errors.sort_by_key(|s| s.ts);
         self.system.sort_by_key(|s| s.ts_ms);
         self.subject.sort_by_key(|s| s.ts);
+        self.clients.finish();
         self.steps.sort_by_key(|s| (s.run_id.clone(), s.step));
         merge_replica_steps(&mut self.steps);
         self.failed.sort_by_key(|f| f.ts_ms);

@@ -1,6 +1,6 @@
 //! What the timeline shows, as data: the fired events (markers), the steps' spans, the lab's
-//! span, the replicas per revision per sampler tick and each revision's state changes as the
-//! samplers read them, computed from the judged [`Analysis`].
+//! span, the replicas per revision per sampler tick, each revision's state changes as the
+//! samplers read them and the virtual clients that moved, computed from the judged [`Analysis`].
 //! [`crate::timeline_svg`] only draws them; the tests read them here without parsing SVG.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -245,5 +245,43 @@ pub fn state_changes(a: &Analysis) -> Vec<SystemEvent> {
             kind: "Normal".to_owned(),
         });
     }
+    out
+}
+
+/// The strip row of loadgen's virtual clients that moved to another replica.
+pub const CLIENTS_ROW: &str = "clients moved (loadgen)";
+
+/// The virtual clients that moved to another replica (loadgen's `client` lines), as events of
+/// the strip row [`CLIENTS_ROW`]: one per run and rule window with a move, at its first move,
+/// its message starting with the number of clients (`3 client(s) moved ...`).
+pub fn client_moves(a: &Analysis) -> Vec<SystemEvent> {
+    let mut out: Vec<SystemEvent> = a
+        .acc
+        .clients
+        .windows
+        .iter()
+        .map(|(((run, _), _), w)| {
+            let paths: Vec<String> = w
+                .paths
+                .iter()
+                .map(|((f, t), n)| format!("{f} -> {t} ×{n}"))
+                .collect();
+            SystemEvent {
+                ts_ms: w.first_ms,
+                app: String::new(),
+                revision: run.clone(),
+                replica: String::new(),
+                reason: CLIENTS_ROW.to_owned(),
+                msg: format!(
+                    "{} client(s) moved ({} with a new cookie): {}",
+                    w.clients.len(),
+                    w.with_cookie,
+                    paths.join(", ")
+                ),
+                kind: "Normal".to_owned(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|e| e.ts_ms);
     out
 }

@@ -20,10 +20,10 @@ use std::fmt::Write as _;
 use crate::Analysis;
 use crate::model::SystemEvent;
 use crate::rule::BucketRow;
+use crate::timeline_series::{CLIENTS_ROW, STATE_ROW, client_moves, main_rows, state_changes};
 pub use crate::timeline_series::{
     Marker, ReplicaSeries, StepSpan, lab_span, markers, replica_series, steps,
 };
-use crate::timeline_series::{STATE_ROW, main_rows, state_changes};
 use crate::ts::iso_s;
 
 const W: f64 = 1100.0;
@@ -233,10 +233,11 @@ struct Scene<'a> {
     revisions: Vec<String>,
     replicas: ReplicaSeries,
     /// System events inside the span, then the revisions' state changes
-    /// ([`crate::timeline_series::state_changes`]); `outside` counts the system events left out.
+    /// ([`crate::timeline_series::state_changes`]) and the clients' moves
+    /// ([`crate::timeline_series::client_moves`]); `outside` counts the system events left out.
     events: Vec<SystemEvent>,
     outside: usize,
-    /// The reasons of `events`, one strip row each (the state row last).
+    /// The reasons of `events`, one strip row each (the state row, then the clients row, last).
     reasons: Vec<&'a str>,
     markers: Vec<Marker>,
     steps: Vec<StepSpan>,
@@ -288,6 +289,14 @@ impl<'a> Scene<'a> {
             reasons.push(STATE_ROW);
         }
         events.extend(states);
+        let moves: Vec<SystemEvent> = client_moves(a)
+            .into_iter()
+            .filter(|e| ax.inside(e.ts_ms))
+            .collect();
+        if !moves.is_empty() {
+            reasons.push(CLIENTS_ROW);
+        }
+        events.extend(moves);
         let markers: Vec<Marker> = markers(a)
             .into_iter()
             .filter(|m| ax.inside(m.ts_ms))
@@ -783,16 +792,21 @@ fn system_strip(svg: &mut String, sc: &Scene, lay: &Layout) {
         // Where the last state label ends, so the next one starts after it, not over it.
         let mut label_end = f64::MIN;
         for e in sc.events.iter().filter(|e| e.reason == *reason) {
-            if *reason == STATE_ROW {
-                // The running state, readable in a picture: the middle of `p/r/h (was ...)`.
-                let running = e.msg.split('/').nth(1).unwrap_or("");
+            // Readable in a picture: a revision's running state (the middle of `p/r/h (was
+            // ...)`), the number of clients that moved.
+            let label = match *reason {
+                STATE_ROW => Some(("revision-state", e.msg.split('/').nth(1).unwrap_or(""))),
+                CLIENTS_ROW => Some(("clients-moved", e.msg.split(' ').next().unwrap_or(""))),
+                _ => None,
+            };
+            if let Some((class, text)) = label {
                 let x = (sc.ax.x(e.ts_ms) + 5.0).max(label_end + 4.0);
-                label_end = x + 5.5 * running.chars().count() as f64;
+                label_end = x + 5.5 * text.chars().count() as f64;
                 let _ = write!(
                     svg,
-                    r##"<text class="revision-state" x="{x:.1}" y="{:.1}" font-size="9" fill="#555">{}</text>"##,
+                    r##"<text class="{class}" x="{x:.1}" y="{:.1}" font-size="9" fill="#555">{}</text>"##,
                     cy - 4.0,
-                    esc(running)
+                    esc(text)
                 );
             }
             let _ = write!(

@@ -422,3 +422,56 @@ fn revision_state_changes_are_a_strip_row_of_their_own() {
         .count();
     assert_eq!(tags(&svg, "<text class=\"revision-state\"").len(), in_span);
 }
+
+/// The sticky-rollout quick run of 2026-12-05 (localplane, Docker runtime): 12 virtual clients.
+fn sticky() -> Analysis {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sticky-rollout-pack");
+    let opts = Options {
+        lab: find_lab(None, Some(&dir)),
+        ..Options::default()
+    };
+    analyze(&[dir.join("logs")], &opts).unwrap()
+}
+
+/// The virtual clients that moved are a strip row of their own, one dot and one count per run
+/// and window with a move: every client in the rollout and the restart, 8 of 12 (the clients
+/// of the two replicas stopped) in the scale-in.
+#[test]
+fn clients_that_moved_are_a_strip_row_with_their_count() {
+    let a = sticky();
+    let moves = timeline_series::client_moves(&a);
+    assert!(
+        moves
+            .iter()
+            .all(|m| m.reason == timeline_series::CLIENTS_ROW)
+    );
+    let counts: Vec<u64> = moves
+        .iter()
+        .map(|m| m.msg.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    let by_step = |prefix: &str| -> u64 {
+        moves
+            .iter()
+            .zip(&counts)
+            .filter(|(m, _)| m.revision.starts_with(prefix))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert!(by_step("rollout-") >= 12, "{moves:#?}");
+    assert!(by_step("restart-") >= 12, "{moves:#?}");
+    assert_eq!(by_step("scale-in-"), 8, "{moves:#?}");
+    assert_eq!(by_step("baseline-"), 0, "{moves:#?}");
+    let svg = timeline_svg::lab(&a).unwrap();
+    assert!(svg.contains(">clients moved (loadgen)</text>"));
+    assert_eq!(
+        tags(&svg, "<text class=\"clients-moved\"").len(),
+        moves.len()
+    );
+    // The checks read the same lines: the run held.
+    assert_eq!(
+        a.verdict.verdict,
+        analysis::Outcome::Held,
+        "{:?}",
+        a.verdict
+    );
+}

@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 
 use appmodel::{
-    ActiveRevisionsMode, Configuration, Container, ContainerApp, ContainerAppProperties,
+    ActiveRevisionsMode, Affinity, Configuration, Container, ContainerApp, ContainerAppProperties,
     ContainerResources, EnvVar, HttpGetAction, HttpScaleRule, Ingress, ManagedServiceIdentity,
-    ProbeType, RegistryCredentials, Scale, ScaleRule, Secret, TcpSocketAction, Template,
-    TrafficWeight,
+    ProbeType, RegistryCredentials, Scale, ScaleRule, Secret, StickySessions, TcpSocketAction,
+    Template, TrafficWeight,
 };
 use serde_json::{Map, Value};
 
@@ -102,6 +102,10 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
             target_port: Some(i32::from(ing.target_port)),
             transport: Some("auto".to_owned()),
             traffic: traffic_weights(&app.name, &app.traffic),
+            sticky_sessions: ing.sticky_sessions.then(|| StickySessions {
+                affinity: Some(Affinity::Sticky),
+                ..StickySessions::default()
+            }),
             ..Ingress::default()
         }),
         ..Configuration::default()
@@ -251,6 +255,7 @@ mod tests {
             ingress: Some(Ingress {
                 external: true,
                 target_port: 8080,
+                sticky_sessions: false,
             }),
             env: [("STARTUP_DELAY_SECONDS".to_owned(), "25".to_owned())].into(),
             probes: vec![
@@ -336,6 +341,28 @@ mod tests {
             ])
         );
         assert_eq!(body["properties"]["template"]["revisionSuffix"], "blue");
+    }
+
+    #[test]
+    fn sticky_sessions_become_the_ingress_affinity_only_when_asked_for() {
+        let at = Placement {
+            location: "local",
+            environment_id: "env",
+            simulate_token: None,
+            tags: &[],
+            registry: None,
+        };
+        let plain = wire(&app(), &at);
+        assert!(plain["properties"]["configuration"]["ingress"]["stickySessions"].is_null());
+        let mut a = app();
+        if let Some(i) = a.ingress.as_mut() {
+            i.sticky_sessions = true;
+        }
+        let body = wire(&a, &at);
+        assert_eq!(
+            body["properties"]["configuration"]["ingress"]["stickySessions"],
+            json!({"affinity": "sticky"})
+        );
     }
 
     #[test]

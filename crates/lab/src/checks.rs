@@ -58,6 +58,11 @@ pub enum CheckKind {
     /// The share of the load's responses in scope served by revision `<app>--<revision>` is
     /// between `min_pct` and `max_pct` percent (a split's share; 100 after a switch). [Measured]
     ServedShareBetween,
+    /// The virtual clients of the load (its `clients`) that moved to another replica in scope
+    /// (a response from another replica than their previous one, read from loadgen's `client`
+    /// lines) number at least `min` and at most `max` (either may be left out, not both).
+    /// [Measured]
+    ClientsMoved,
     /// A `kind` this version does not know (rejected by `lab::load`).
     Unknown(String),
 }
@@ -107,8 +112,20 @@ const WITHIN: Param = opt(
 const PROBE: Param = req("probe", "Startup, Readiness or Liveness");
 const MIN_COUNT: Param = opt("min", "at least this many (a whole number >= 1; default 1)");
 
+/// `clients_moved`'s parameters.
+const MOVED: &[Param] = &[
+    req("load", "the [[load]] whose virtual clients are read"),
+    SCENARIO,
+    STEP,
+    opt(
+        "min",
+        "at least this many clients moved (a whole number >= 1; min or max or both)",
+    ),
+    opt("max", "at most this many clients moved (>= 0)"),
+];
+
 /// Every known kind, in the order the docs list them.
-pub const ALL: [CheckKind; 15] = [
+pub const ALL: [CheckKind; 16] = [
     CheckKind::StatusSeen,
     CheckKind::NoErrors,
     CheckKind::ErrorsAtLeast,
@@ -124,6 +141,7 @@ pub const ALL: [CheckKind; 15] = [
     CheckKind::ErrorRateBetween,
     CheckKind::ErrorsServedBy,
     CheckKind::ServedShareBetween,
+    CheckKind::ClientsMoved,
 ];
 
 /// The `kind` names of [`ALL`].
@@ -143,6 +161,7 @@ pub const KINDS: &[&str] = &[
     "error_rate_between",
     "errors_served_by",
     "served_share_between",
+    "clients_moved",
 ];
 
 impl CheckKind {
@@ -164,6 +183,7 @@ impl CheckKind {
             CheckKind::ErrorRateBetween => "error_rate_between",
             CheckKind::ErrorsServedBy => "errors_served_by",
             CheckKind::ServedShareBetween => "served_share_between",
+            CheckKind::ClientsMoved => "clients_moved",
             CheckKind::Unknown(s) => s,
         }
     }
@@ -261,6 +281,7 @@ impl CheckKind {
             CheckKind::ErrorRateBetween => RATE,
             CheckKind::ErrorsServedBy => SERVED,
             CheckKind::ServedShareBetween => SHARE,
+            CheckKind::ClientsMoved => MOVED,
             CheckKind::Unknown(_) => &[],
         }
     }

@@ -345,6 +345,16 @@ pub fn check_text(c: &Check) -> String {
             n(c.min_pct, f64::NAN),
             n(c.max_pct, f64::NAN)
         ),
+        CheckKind::ClientsMoved => {
+            let count = match (c.min, c.max) {
+                (Some(lo), Some(hi)) if lo == hi => num(lo),
+                (Some(lo), Some(hi)) => format!("{} to {}", num(lo), num(hi)),
+                (Some(lo), None) => format!("at least {}", num(lo)),
+                (None, Some(hi)) => format!("at most {}", num(hi)),
+                (None, None) => "?".to_owned(),
+            };
+            format!("{count} virtual client(s) of {stream} move to another replica")
+        }
         CheckKind::Unknown(_) => "unknown kind".to_owned(),
     };
     let scope = match (&c.step, &c.within) {
@@ -460,9 +470,14 @@ fn apparatus(o: &mut String, lab: &Lab) {
         } else {
             format!("; on localplane: {}", knobs.join(", "))
         };
+        let sticky = if a.ingress.as_ref().is_some_and(|i| i.sticky_sessions) {
+            "; sticky sessions (affinity cookie)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             o,
-            "  - {}: {} × {}{}{maintenance}{}",
+            "  - {}: {} × {}{}{sticky}{maintenance}{}",
             a.name,
             replicas_in_words(a),
             a.image,
@@ -509,9 +524,12 @@ fn apparatus(o: &mut String, lab: &Lab) {
                 1 => String::new(),
                 n => format!(", {n} loadgen replicas sharing it"),
             };
+            let clients = l.clients.map_or(String::new(), |n| {
+                format!(", spread over {n} virtual clients that keep their cookies")
+            });
             let _ = writeln!(
                 o,
-                "  - {}: {model} to {} {}, connection {}{replicas}",
+                "  - {}: {model} to {} {}, connection {}{replicas}{clients}",
                 l.name, l.target, l.path, l.connection
             );
         }

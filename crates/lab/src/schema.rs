@@ -405,6 +405,10 @@ pub struct Ingress {
     #[serde(default = "yes")]
     pub external: bool,
     pub target_port: u16,
+    /// Session affinity (`stickySessions.affinity: sticky`): a client's cookie keeps it on one
+    /// replica. Single revision mode only, as Container Apps supports it.
+    #[serde(default)]
+    pub sticky_sessions: bool,
 }
 
 fn yes() -> bool {
@@ -472,7 +476,16 @@ pub struct Load {
     /// analysis sums their windows. At most [`MAX_LOAD_REPLICAS`].
     #[serde(default)]
     pub replicas: Option<u32>,
+    /// Open model: the arrivals spread over this many virtual clients, each keeping its own
+    /// cookies (loadgen `--clients`), so an affinity cookie pins each to a replica; loadgen
+    /// prints a `client` line when one is pinned, moves or gets a cookie. 1 to
+    /// [`MAX_LOAD_CLIENTS`], with one loadgen replica.
+    #[serde(default)]
+    pub clients: Option<u32>,
 }
+
+/// The most virtual clients one load may ask for (loadgen's own bound).
+pub const MAX_LOAD_CLIENTS: u32 = 10_000;
 
 /// The most loadgen replicas one load may ask for.
 pub const MAX_LOAD_REPLICAS: u32 = 20;

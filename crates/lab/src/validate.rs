@@ -9,7 +9,8 @@ use labkit::config::parse_duration;
 
 use crate::checks::{Check, CheckKind, Need};
 use crate::schema::{
-    Action, App, Lab, LabKind, Load, MAX_LOAD_REPLICAS, RevisionsMode, Step, TrafficEntry,
+    Action, App, Lab, LabKind, Load, MAX_LOAD_CLIENTS, MAX_LOAD_REPLICAS, RevisionsMode, Step,
+    TrafficEntry,
 };
 
 /// One thing wrong with a lab file: where (`steps[0].staircase`, and the element's name when it
@@ -453,6 +454,16 @@ fn apps(v: &mut V, lab: &Lab) {
                 "must be a port (1-65535)",
             );
         }
+        if app.ingress.as_ref().is_some_and(|i| i.sticky_sessions)
+            && app.revisions_mode == RevisionsMode::Multiple
+        {
+            v.push(
+                k("ingress.sticky_sessions"),
+                item.clone(),
+                "session affinity works in single revision mode only (Learn, \"Session affinity \
+                 in Azure Container Apps\"): Container Apps would not pin a client here",
+            );
+        }
         app_knobs(v, i, app);
         for (j, p) in app.probes.iter().enumerate() {
             let pk = |f: &str| format!("apps[{i}].probes[{j}].{f}");
@@ -606,6 +617,7 @@ fn loads(v: &mut V, lab: &Lab) {
             _ => {}
         }
         load_replicas(v, load, &k("replicas"), &item);
+        load_clients(v, load, &k("clients"), &item);
         v.duration(&k("timeout"), &item, load.timeout.as_deref(), false);
         v.duration(&k("think"), &item, load.think.as_deref(), true);
         if let Some(lr) = &load.log_requests
@@ -654,6 +666,24 @@ fn load_replicas(v: &mut V, load: &Load, key: &str, item: &Option<String>) {
             ),
         );
     }
+}
+
+/// `clients`: 1 to [`MAX_LOAD_CLIENTS`], open model, one loadgen replica (replicas share a run
+/// id, so their clients' numbers would collide).
+fn load_clients(v: &mut V, load: &Load, key: &str, item: &Option<String>) {
+    let Some(n) = load.clients else { return };
+    let why = if !(1..=MAX_LOAD_CLIENTS).contains(&n) {
+        format!("{n} is not between 1 and {MAX_LOAD_CLIENTS} virtual clients")
+    } else if load.workers.is_some() {
+        "virtual clients spread the open model's arrivals: set rate, not workers".to_owned()
+    } else if load.replica_count() > 1 {
+        "virtual clients need one loadgen replica (the replicas' client numbers would collide \
+         under one run id)"
+            .to_owned()
+    } else {
+        return;
+    };
+    v.push(key, item.clone(), why);
 }
 
 /// The scenarios a load's lines carry: `main` and each `also` stream's `name=`.
@@ -1127,6 +1157,25 @@ fn check_refs(v: &mut V, lab: &Lab, i: usize, c: &Check) {
                 format!("load {load:?} is not defined"),
             ),
             Some(l) => {
+                if c.kind == CheckKind::ClientsMoved {
+                    if l.clients.is_none() {
+                        v.push(
+                            k("load"),
+                            item.clone(),
+                            format!(
+                                "load {load:?} sets no `clients`: it keeps no cookies and \
+                                 reports no client moving"
+                            ),
+                        );
+                    }
+                    if c.scenario.as_deref().is_some_and(|sc| sc != "main") {
+                        v.push(
+                            k("scenario"),
+                            item.clone(),
+                            "virtual clients drive the main stream only",
+                        );
+                    }
+                }
                 if let Some(sc) = &c.scenario {
                     let known = scenarios(l);
                     if !known.contains(sc) {
@@ -1174,6 +1223,23 @@ fn check_refs(v: &mut V, lab: &Lab, i: usize, c: &Check) {
             item.clone(),
             format!("step {:?} has no action on app {app:?}", s.name),
         );
+    }
+}
+
+/// `clients_moved`: a bound, and one that some count passes.
+fn moved_bounds(v: &mut V, k: &dyn Fn(&str) -> String, item: &Option<String>, c: &Check) {
+    match (c.min, c.max) {
+        (None, None) => v.push(
+            k("min"),
+            item.clone(),
+            "set min, max or both: a count of moved clients with no bound cannot fail",
+        ),
+        (Some(lo), Some(hi)) if lo > hi => v.push(
+            k("max"),
+            item.clone(),
+            format!("{hi} is below min {lo}: no count could pass"),
+        ),
+        _ => {}
     }
 }
 
@@ -1226,6 +1292,9 @@ fn check_ranges(v: &mut V, i: usize, c: &Check) {
             item.clone(),
             format!("{hi} is below min {lo}: no response time could pass"),
         );
+    }
+    if c.kind == CheckKind::ClientsMoved {
+        moved_bounds(v, &k, &item, c);
     }
     if matches!(
         c.kind,

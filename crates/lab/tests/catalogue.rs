@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 27] = [
+const CATALOGUE: [&str; 29] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -35,6 +35,8 @@ const CATALOGUE: [&str; 27] = [
     "platform-maintenance-one-replica",
     "failed-rollout",
     "failed-rollout-lying-readiness",
+    "sticky-rollout",
+    "sticky-rollout-immediate-exit",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {

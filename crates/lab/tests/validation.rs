@@ -579,6 +579,102 @@ fn load_replicas_are_one_to_twenty_and_split_workers_evenly() {
     assert!(e.contains("load[0].replicas: invalid type: string"), "{e}");
 }
 
+#[test]
+fn load_clients_need_the_open_model_one_replica_and_a_bounded_count() {
+    let base = obs("kind = \"no_errors\"\nstep = \"baseline\"\nload = \"main\"");
+    let main = "[[load]]\nname = \"main\"\ntarget = \"web\"\n";
+    let with = |extra: &str| base.replace(main, &format!("{main}{extra}\n"));
+    assert_eq!(ok(&base, "full").load[0].clients, None);
+    for n in [1, 10_000] {
+        assert_eq!(
+            ok(&with(&format!("clients = {n}")), "full").load[0].clients,
+            Some(n)
+        );
+    }
+    let shown = lab::describe::pre_registration(&ok(&with("clients = 12"), "full"), "x", "full");
+    assert!(
+        shown.contains("5 RPS to web /, connection keep-alive, spread over 12 virtual clients"),
+        "{shown}"
+    );
+    for n in [0, 10_001] {
+        let e = err(&with(&format!("clients = {n}")), "full");
+        assert!(
+            e.contains(&format!(
+                "load[0].clients (load \"main\"): {n} is not between 1 and 10000 virtual clients"
+            )),
+            "{e}"
+        );
+    }
+    let e = err(&with("clients = 4\nreplicas = 2"), "full");
+    assert!(
+        e.contains("load[0].clients (load \"main\"): virtual clients need one loadgen replica"),
+        "{e}"
+    );
+    let closed = base.replace(
+        &format!("{main}rate = 5\n"),
+        &format!("{main}workers = 4\nclients = 4\n"),
+    );
+    let e = err(&closed, "full");
+    assert!(e.contains("set rate, not workers"), "{e}");
+}
+
+#[test]
+fn clients_moved_needs_a_bound_and_a_load_with_clients_on_its_main_stream() {
+    let check = |keys: &str| {
+        obs(&format!(
+            "kind = \"clients_moved\"\nload = \"main\"\n{keys}"
+        ))
+    };
+    let main = "[[load]]\nname = \"main\"\ntarget = \"web\"\n";
+    let sticky = |t: String| t.replace(main, &format!("{main}clients = 6\n"));
+    for keys in ["max = 0", "min = 6", "min = 1\nmax = 5", "min = 2\nmax = 2"] {
+        let l = ok(&sticky(check(keys)), "full");
+        assert_eq!(l.checks[0].kind, lab::CheckKind::ClientsMoved);
+    }
+    let shown = lab::describe::pre_registration(
+        &ok(&sticky(check("min = 1\nmax = 5")), "full"),
+        "x",
+        "full",
+    );
+    assert!(
+        shown.contains("1 to 5 virtual client(s) of load main move to another replica"),
+        "{shown}"
+    );
+    let e = err(&sticky(check("")), "full");
+    assert!(
+        e.contains("checks[0].min (check \"c\"): set min, max or both"),
+        "{e}"
+    );
+    let e = err(&sticky(check("min = 3\nmax = 2")), "full");
+    assert!(e.contains("2 is below min 3: no count could pass"), "{e}");
+    let e = err(&check("max = 0"), "full");
+    assert!(e.contains("load \"main\" sets no `clients`"), "{e}");
+    let e = err(&sticky(check("max = 0\nscenario = \"slow\"")), "full");
+    assert!(
+        e.contains("virtual clients drive the main stream only"),
+        "{e}"
+    );
+}
+
+#[test]
+fn sticky_sessions_are_refused_in_multiple_revision_mode() {
+    let base = obs("kind = \"no_errors\"\nload = \"main\"");
+    let web = "name = \"web\"\nimage = \"probelab/subject:dev\"\n";
+    let with = |extra: &str| base.replace(web, &format!("{web}{extra}\n"));
+    let single = ok(
+        &with("ingress = { target_port = 8080, sticky_sessions = true }"),
+        "full",
+    );
+    assert!(single.apps[0].ingress.as_ref().unwrap().sticky_sessions);
+    let e = err(
+        &with(
+            "ingress = { target_port = 8080, sticky_sessions = true }\nrevisions_mode = \"multiple\"",
+        ),
+        "full",
+    );
+    assert!(e.contains("apps[0].ingress.sticky_sessions (app \"web\"): session affinity works in single revision mode only"), "{e}");
+}
+
 /// A two-revision lab in multiple mode: `blue` deployed with the traffic, `green` created by a
 /// revision action with none, then `swap` (the traffic action), `retire` (deactivation) and
 /// `check` (its extra check keys).

@@ -47,6 +47,7 @@ pub fn loadgen_env(
         ("PERTURBATION_ID".into(), s(perturbation_id.to_owned())),
         ("CONNECTION".into(), s(load.connection.clone())),
         ("WORKERS".into(), load.workers.map(|w| (w / n).to_string())),
+        ("CLIENTS".into(), load.clients.map(|c| c.to_string())),
         ("THINK".into(), load.think.clone()),
         ("REQUEST_TIMEOUT".into(), load.timeout.clone()),
         (
@@ -163,6 +164,12 @@ mod tests {
         // 3 steps of 30 s and 2 pauses of 10 s.
         assert_eq!(get("DURATION_SECONDS").as_deref(), Some("110"));
         assert_eq!(get("CONNECTION").as_deref(), Some("close"));
+        assert_eq!(get("CLIENTS"), None, "no virtual clients unless asked for");
+        let mut sticky = lab.load[0].clone();
+        sticky.clients = Some(12);
+        let env = loadgen_env(pre, &sticky, "http://subject", "p", "none", 1.0);
+        let clients = env.iter().find(|(n, _)| n == "CLIENTS").unwrap();
+        assert_eq!(clients.1.as_deref(), Some("12"));
         let base = &lab.steps[1];
         let env = loadgen_env(
             base,

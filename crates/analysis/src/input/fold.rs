@@ -16,6 +16,7 @@ pub(crate) const KNOWN_KINDS: &[&str] = &[
     "bucket",
     "req",
     "step",
+    "client",
     "summary",
     "RevisionStateSample",
     "ReplicaInventorySample",
@@ -74,6 +75,10 @@ pub(crate) fn typed_line(acc: &mut Acc, line: Line) {
         }
         Line::Meta(m) => acc.metas.push(m),
         Line::Step(s) => acc.steps.push(s),
+        Line::Client(c) => {
+            let w = acc.window_ms;
+            acc.clients.add(c, w);
+        }
         Line::Summary(s) => acc.summaries.push(s),
         Line::RevisionStateSample(s) => acc.rev_samples.push(s),
         Line::ReplicaInventorySample(s) => acc.replica_samples.push(s),
