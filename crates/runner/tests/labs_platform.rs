@@ -18,9 +18,16 @@
 //! must be reachable (these tests fail loudly otherwise, unless `PROBELAB_SKIP_DOCKER=1`), and
 //! the images `probelab/<name>:dev` must exist.
 //!
+//! `sticky-rollout` must end `held`: 12 virtual clients pinned by session affinity stay on their
+//! replica through the baseline, every one of them moves (with a new cookie) in the rollout and
+//! in the revision restart, only some in the scale-in, and none sees an error. Its control
+//! `sticky-rollout-immediate-exit` (replicas that exit at once on SIGTERM) must end `falsified`
+//! by exactly its three "no pinned client sees ..." checks.
+//!
 //! Why they may share the machine (nextest group `platform`): what they judge is counts (stop
-//! rows, errors against none, revision states, failed operations) over seconds-long gaps and a
-//! 30 s deadline, not latency; each runs its own localplane, Docker network and containers.
+//! rows, errors against none, revision states, failed operations, clients that moved) over
+//! seconds-long gaps and a 30 s deadline, not latency (a sticky client's cookie is back 0.3 s
+//! before its next request); each runs its own localplane, Docker network and containers.
 
 mod common;
 
@@ -63,4 +70,25 @@ async fn failed_rollout_lying_readiness_is_falsified() {
         return;
     };
     assert_falsified_by(lab, &o, &["no client error"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sticky_rollout_quick_holds() {
+    let lab = "sticky-rollout";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_held(lab, &o);
+    for g in lab_checks(&o) {
+        eprintln!("{lab}: {}: {}", g.name, g.detail);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sticky_rollout_immediate_exit_is_falsified() {
+    let lab = "sticky-rollout-immediate-exit";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_falsified_by(lab, &o, &["no pinned client sees"]);
 }
