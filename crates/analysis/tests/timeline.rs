@@ -11,13 +11,20 @@ use analysis::html::{self, HtmlOptions};
 use analysis::{Analysis, EventSummary, Options, analyze, find_lab};
 use analysis::{timeline_series, timeline_svg};
 
-fn quick() -> Analysis {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quick-rollout-pack");
+/// The analysis of the pack `tests/fixtures/<name>` as `labctl analyze` makes it.
+fn fixture(name: &str) -> Analysis {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     let opts = Options {
         lab: find_lab(None, Some(&dir)),
         ..Options::default()
     };
     analyze(&[dir.join("logs")], &opts).unwrap()
+}
+
+fn quick() -> Analysis {
+    fixture("quick-rollout-pack")
 }
 
 /// The numeric value of `attr` in `tag` (`x1="12.5"`).
@@ -425,12 +432,7 @@ fn revision_state_changes_are_a_strip_row_of_their_own() {
 
 /// The sticky-rollout quick run of 2026-12-05 (localplane, Docker runtime): 12 virtual clients.
 fn sticky() -> Analysis {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sticky-rollout-pack");
-    let opts = Options {
-        lab: find_lab(None, Some(&dir)),
-        ..Options::default()
-    };
-    analyze(&[dir.join("logs")], &opts).unwrap()
+    fixture("sticky-rollout-pack")
 }
 
 /// The virtual clients that moved are a strip row of their own, one dot and one count per run

@@ -298,15 +298,18 @@ mod tests {
         }
     }
 
+    /// Where a test's app goes: a local environment, no tags, no registry.
+    const LOCAL: Placement<'static> = Placement {
+        location: "local",
+        environment_id: "env",
+        simulate_token: None,
+        tags: &[],
+        registry: None,
+    };
+
     #[test]
     fn multiple_mode_names_its_first_revision_and_gives_it_the_traffic() {
-        let at = Placement {
-            location: "local",
-            environment_id: "env",
-            simulate_token: None,
-            tags: &[],
-            registry: None,
-        };
+        let at = LOCAL;
         let single = wire(&app(), &at);
         assert_eq!(
             single["properties"]["configuration"]["activeRevisionsMode"],
@@ -345,13 +348,7 @@ mod tests {
 
     #[test]
     fn sticky_sessions_become_the_ingress_affinity_only_when_asked_for() {
-        let at = Placement {
-            location: "local",
-            environment_id: "env",
-            simulate_token: None,
-            tags: &[],
-            registry: None,
-        };
+        let at = LOCAL;
         let plain = wire(&app(), &at);
         assert!(plain["properties"]["configuration"]["ingress"]["stickySessions"].is_null());
         let mut a = app();
@@ -419,13 +416,7 @@ mod tests {
 
     #[test]
     fn a_scale_block_renders_the_http_rule_and_the_periods() {
-        let at = Placement {
-            location: "local",
-            environment_id: "env",
-            simulate_token: None,
-            tags: &[],
-            registry: None,
-        };
+        let at = LOCAL;
         let mut a = app();
         a.replicas = None;
         a.scale = Some(crate::schema::AppScale {
