@@ -45,7 +45,6 @@ pub const AWAITING_SPLIT: &[(&str, &str)] = &[
         "crates/lab/src/validate.rs",
         "queries onto `Lab` / the validator's passes",
     ),
-    ("crates/loadgen/src/lib.rs", "run / the aggregator"),
     (
         "crates/localplane/src/api.rs",
         "apps / revisions / environments",
