@@ -22,10 +22,6 @@ pub const EXEMPTION: &str = "Long on purpose:";
 /// exemption: each is still to be split along the jobs named.
 pub const AWAITING_SPLIT: &[(&str, &str)] = &[
     (
-        "crates/analysis/src/checks.rs",
-        "load checks / event checks / scope",
-    ),
-    (
         "crates/analysis/src/timeline.rs",
         "Q3 / Q4 / Q7 / forensics",
     ),

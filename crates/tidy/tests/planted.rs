@@ -622,11 +622,11 @@ fn a_module_awaiting_its_split_that_is_no_longer_long_fails() {
         write(
             root,
             "crates/analysis/src/lib.rs",
-            "//! The library.\npub mod checks;\n",
+            "//! The library.\npub mod verdict;\n",
         );
         write(
             root,
-            "crates/analysis/src/checks.rs",
+            "crates/analysis/src/verdict.rs",
             "//! Split already.\npub fn f() {}\n",
         );
     });
