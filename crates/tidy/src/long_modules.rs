@@ -26,10 +26,6 @@ pub const AWAITING_SPLIT: &[(&str, &str)] = &[
         "Q3 / Q4 / Q7 / forensics",
     ),
     (
-        "crates/analysis/src/timeline_svg.rs",
-        "scene and layout / the panels",
-    ),
-    (
         "crates/analysis/src/verdict.rs",
         "each precondition / the verdict",
     ),
