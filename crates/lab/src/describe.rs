@@ -9,7 +9,6 @@ use labkit::config::parse_duration;
 
 use crate::checks::{Check, CheckKind};
 use crate::schema::{Action, Lab, LabKind, Step};
-use crate::validate::step_loads;
 
 /// How long the schedule runs: the steps' load durations, one after the other (deploying,
 /// waiting for readiness and pulling the logs come on top).
@@ -87,7 +86,7 @@ pub fn preconditions_text(lab: &Lab) -> Vec<String> {
             .iter()
             .filter(|s| !s.staircase.is_empty())
             .flat_map(|s| {
-                step_loads(lab, s).into_iter().filter_map(move |l| {
+                lab.step_loads(s).into_iter().filter_map(move |l| {
                     let rate = l.rate?;
                     let below = s
                         .staircase
@@ -250,7 +249,7 @@ pub fn step_text(lab: &Lab, s: &Step) -> String {
             let _ = write!(t, ", {which}after {o}");
         }
     }
-    let loads: Vec<&str> = step_loads(lab, s).iter().map(|l| l.name.as_str()).collect();
+    let loads: Vec<&str> = lab.step_loads(s).iter().map(|l| l.name.as_str()).collect();
     let _ = write!(
         t,
         "; load: {}",

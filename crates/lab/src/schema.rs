@@ -495,6 +495,21 @@ impl Load {
     pub fn replica_count(&self) -> u32 {
         self.replicas.unwrap_or(1)
     }
+
+    /// The scenarios the load's lines carry: `main` and each `also` stream's `name=`.
+    pub fn scenarios(&self) -> Vec<String> {
+        let mut v = vec!["main".to_owned()];
+        for a in &self.also {
+            for part in a.split(',') {
+                if let Some((k, val)) = part.split_once('=')
+                    && k.trim() == "name"
+                {
+                    v.push(val.trim().to_owned());
+                }
+            }
+        }
+        v
+    }
 }
 
 fn root_path() -> String {
@@ -623,6 +638,40 @@ pub use crate::checks::Check;
 impl Lab {
     pub fn app(&self, name: &str) -> Option<&App> {
         self.apps.iter().find(|a| a.name == name)
+    }
+
+    /// How many events the schedule fires in the steps with an action whose phase the rule
+    /// judges (every action step when the rule names no phases).
+    pub fn judged_events(&self) -> u32 {
+        let phases: &[String] = self.rule.as_ref().map_or(&[], |r| r.phases.as_slice());
+        self.steps
+            .iter()
+            .filter(|s| s.action.is_some())
+            .filter(|s| phases.is_empty() || phases.contains(&s.phase))
+            .map(|s| s.events.unwrap_or(1))
+            .sum()
+    }
+
+    /// The loads a step runs (its `loads`, or every load).
+    pub fn step_loads(&self, step: &Step) -> Vec<&Load> {
+        self.load
+            .iter()
+            .filter(|l| step.loads.as_ref().is_none_or(|n| n.contains(&l.name)))
+            .collect()
+    }
+
+    /// The revision suffixes the lab names for `app`: its first revision's and its revision
+    /// actions'.
+    pub fn revision_suffixes(&self, app: &str) -> Vec<&str> {
+        let first = self
+            .app(app)
+            .and_then(|a| a.revision_suffix.as_deref())
+            .into_iter();
+        let actions = self.steps.iter().filter_map(|s| match &s.action {
+            Some(Action::Revision { app: a, suffix, .. }) if a == app => Some(suffix.as_str()),
+            _ => None,
+        });
+        first.chain(actions).collect()
     }
 
     /// The steps whose action only localplane performs (`maintenance`): a lab with one does

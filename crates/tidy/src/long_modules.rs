@@ -34,10 +34,6 @@ pub const AWAITING_SPLIT: &[(&str, &str)] = &[
         "apps / jobs / revisions and replicas",
     ),
     (
-        "crates/lab/src/validate.rs",
-        "queries onto `Lab` / the validator's passes",
-    ),
-    (
         "crates/localplane/src/api.rs",
         "apps / revisions / environments",
     ),
