@@ -16,8 +16,8 @@
 //!   else its start. [Observed].
 //!
 //! This module holds the dispatch, the scopes and the verdict of each check; the kinds are
-//! evaluated in [`load`] (load checks), [`events`] (event and action checks),
-//! [`revision_states`] and [`clients_moved`].
+//! evaluated in `load` (load checks), `events` (event and action checks),
+//! `revision_states` and `clients_moved`.
 //!
 //! Kinds:
 //! - `status_seen`: responses with HTTP `status` (from the windows' status maps) ≥ `min` (1).
@@ -47,7 +47,7 @@
 //! - `system_event_at_least`: rows of `app` with `reason` (and `contains` in the message) ≥
 //!   `min` (1), e.g. the scale decisions `KEDAScaleTargetActivated`, `SuccessfulRescale`.
 //! - `revision_state_seen`: the perturbation sampler's samples of `app`'s revisions in scope
-//!   ([`revision_states`]).
+//!   (`revision_states`).
 //! - `error_rate_between`: every window holding at least `min_requests` (100) requests has an
 //!   error rate within `[min_pct, max_pct]`; windows with fewer are listed, not judged; not
 //!   evaluated when no window is judged.
@@ -60,7 +60,7 @@
 //!   the check is not evaluated. No error at all passes (nothing was served by another
 //!   revision), and says so.
 //! - `clients_moved`: the load's virtual clients that moved to another replica, within `[min,
-//!   max]` ([`clients_moved`]).
+//!   max]` (`clients_moved`).
 
 mod clients_moved;
 mod events;

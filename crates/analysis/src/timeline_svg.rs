@@ -7,7 +7,7 @@
 //! samplers' `ReplicaInventorySample` ticks); the system events as a strip, one row per reason,
 //! then a row of the revisions' state changes as the samplers read them from ARM, each labelled
 //! with its running state, and a row of the virtual clients that moved, each labelled with their
-//! number. The value panels and the strip are drawn in [`panels`]. A vertical marker crosses every panel at each fired
+//! number. The value panels and the strip are drawn in `panels`. A vertical marker crosses every panel at each fired
 //! perturbation event (`runs.json` actions, one per step and event). Window values are drawn
 //! at the window's middle; markers and system events at their own time.
 //!

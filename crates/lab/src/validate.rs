@@ -3,7 +3,7 @@
 //! preconditions' own demands on the schedule (a headroom staircase holds the load's rate and the
 //! step below it). Every problem is reported, each with the key path it is about. This module
 //! holds the problems, the top-level passes (head, names, preconditions, campaign) and the
-//! helpers; [`apps`], [`loads`], [`steps`] and [`checks`] check their sections.
+//! helpers; `apps`, `loads`, `steps` and `checks` check their sections.
 
 use std::fmt;
 
