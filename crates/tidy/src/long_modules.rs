@@ -22,18 +22,6 @@ pub const EXEMPTION: &str = "Long on purpose:";
 /// exemption: each is still to be split along the jobs named.
 pub const AWAITING_SPLIT: &[(&str, &str)] = &[
     (
-        "crates/analysis/src/timeline.rs",
-        "Q3 / Q4 / Q7 / forensics",
-    ),
-    (
-        "crates/analysis/src/verdict.rs",
-        "each precondition / the verdict",
-    ),
-    (
-        "crates/appmodel/src/lib.rs",
-        "apps / jobs / revisions and replicas",
-    ),
-    (
         "crates/localplane/src/api.rs",
         "apps / revisions / environments",
     ),

@@ -612,21 +612,21 @@ fn a_module_awaiting_its_split_that_is_no_longer_long_fails() {
             root,
             "Cargo.toml",
             "#   testkit  -> (nothing local)",
-            "#   testkit  -> (nothing local)\n#   analysis -> (nothing local)",
+            "#   testkit  -> (nothing local)\n#   runner -> (nothing local)",
         );
         write(
             root,
-            "crates/analysis/Cargo.toml",
-            &manifest("analysis", "", ""),
+            "crates/runner/Cargo.toml",
+            &manifest("runner", "", ""),
         );
         write(
             root,
-            "crates/analysis/src/lib.rs",
-            "//! The library.\npub mod verdict;\n",
+            "crates/runner/src/lib.rs",
+            "//! The library.\npub mod run;\n",
         );
         write(
             root,
-            "crates/analysis/src/verdict.rs",
+            "crates/runner/src/run.rs",
             "//! Split already.\npub fn f() {}\n",
         );
     });
