@@ -177,9 +177,7 @@ impl Scn {
         };
         let _ = self.tx.send(Msg::Done(o));
     }
-}
 
-impl Scn {
     /// Applies a response of virtual client `c` to it, reporting what changed.
     fn report_client(&self, c: usize, r: &client::Response, done: Instant) {
         let Some(clients) = &self.clients else {
