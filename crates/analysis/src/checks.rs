@@ -199,6 +199,35 @@ fn with(mut v: Value, extra: Value) -> Value {
     v
 }
 
+/// The run ids of `load` in the check's scope (its step's runs, or every step's), in order, and
+/// the scope in words; or why there is none.
+fn load_runs<'a>(
+    c: &CheckSpec,
+    load: &str,
+    runs: &'a RunsRecord,
+) -> Result<(Vec<&'a str>, String), Eval> {
+    let steps: Vec<&StepRecord> = match step(c, runs)? {
+        Some(s) => vec![s],
+        None => runs.steps.iter().collect(),
+    };
+    let run_ids: Vec<&str> = steps
+        .iter()
+        .flat_map(|s| s.runs.iter())
+        .filter(|r| r.load == load)
+        .map(|r| r.run_id.as_str())
+        .collect();
+    let where_ = c
+        .step
+        .as_ref()
+        .map_or("the run".to_owned(), |s| format!("step {s:?}"));
+    if run_ids.is_empty() {
+        return Err(invalid(format!(
+            "no run of load {load:?} in {where_} of runs.json"
+        )));
+    }
+    Ok((run_ids, where_))
+}
+
 /// The event scope of a check: `[from, to]` in epoch ms (`to` open when `None`).
 fn scope(c: &CheckSpec, runs: &RunsRecord) -> Result<(i64, Option<i64>, String), Eval> {
     let (from, to, what) = match step(c, runs)? {

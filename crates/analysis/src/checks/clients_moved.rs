@@ -7,52 +7,24 @@
 //! where. Not evaluated without a `client` line in scope
 //! (the load ran without virtual clients, or no response named its replica). [Measured]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use labkit::event::ClientChange;
 use serde_json::json;
 
-use super::{Eval, invalid, judged, step};
+use super::{Eval, invalid, judged, load_runs};
 use crate::clients::{ClientTally, RunKey};
 use crate::lab::CheckSpec;
 use crate::model::Acc;
-use crate::runs::{RunsRecord, StepRecord};
+use crate::runs::RunsRecord;
 use crate::ts::iso_ms;
-
-/// The run ids of the check's load in its scope, and the scope in words; or why it has none.
-fn scope_runs<'a>(
-    c: &CheckSpec,
-    load: &str,
-    runs: &'a RunsRecord,
-) -> Result<(BTreeSet<&'a str>, String), Eval> {
-    let steps: Vec<&StepRecord> = match step(c, runs)? {
-        Some(s) => vec![s],
-        None => runs.steps.iter().collect(),
-    };
-    let where_ = c
-        .step
-        .as_ref()
-        .map_or("the run".to_owned(), |s| format!("step {s:?}"));
-    let run_ids: BTreeSet<&str> = steps
-        .iter()
-        .flat_map(|s| s.runs.iter())
-        .filter(|r| r.load == load)
-        .map(|r| r.run_id.as_str())
-        .collect();
-    if run_ids.is_empty() {
-        return Err(invalid(format!(
-            "no run of load {load:?} in {where_} of runs.json"
-        )));
-    }
-    Ok((run_ids, where_))
-}
 
 /// Evaluates a `clients_moved` check.
 pub(super) fn clients_moved(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
     let Some(load) = &c.load else {
         return invalid("clients_moved needs `load`");
     };
-    let (run_ids, where_) = match scope_runs(c, load, runs) {
+    let (run_ids, where_) = match load_runs(c, load, runs) {
         Ok(x) => x,
         Err(e) => return e,
     };
@@ -60,7 +32,7 @@ pub(super) fn clients_moved(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval
         .clients
         .runs
         .iter()
-        .filter(|((run, scenario), _)| scenario == "main" && run_ids.contains(run.as_str()))
+        .filter(|((run, scenario), _)| scenario == "main" && run_ids.contains(&run.as_str()))
         .collect();
     if in_scope.is_empty() {
         return invalid(format!(

@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Eval, Inputs, invalid, judged, step, with};
+use super::{Eval, Inputs, invalid, judged, load_runs, with};
 use crate::lab::CheckSpec;
-use crate::runs::{RunsRecord, StepRecord};
+use crate::runs::RunsRecord;
 use crate::ts::iso_ms;
 use crate::verdict::Status;
 
@@ -76,26 +76,7 @@ fn load_windows<'a>(
         return Err(invalid(format!("check kind {} needs `load`", c.kind)));
     };
     let scenario = c.scenario.as_deref().unwrap_or("main");
-    let steps: Vec<&StepRecord> = match step(c, runs)? {
-        Some(s) => vec![s],
-        None => runs.steps.iter().collect(),
-    };
-    let run_ids: Vec<&str> = steps
-        .iter()
-        .copied()
-        .flat_map(|s| s.runs.iter())
-        .filter(|r| &r.load == load)
-        .map(|r| r.run_id.as_str())
-        .collect();
-    let where_ = c
-        .step
-        .as_ref()
-        .map_or("the run".to_owned(), |s| format!("step {s:?}"));
-    if run_ids.is_empty() {
-        return Err(invalid(format!(
-            "no run of load {load:?} in {where_} of runs.json"
-        )));
-    }
+    let (run_ids, where_) = load_runs(c, load, runs)?;
     let code = c.status.map(|s| s.to_string());
     let mut wins: Vec<Win> = Vec::new();
     let mut present = Vec::new();
