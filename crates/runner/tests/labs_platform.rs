@@ -31,7 +31,7 @@
 
 mod common;
 
-use common::{assert_falsified_by, assert_held, lab_checks, run_checked};
+use common::{assert_falsified_by, assert_held, print_checks, run_checked};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn platform_maintenance_quick_holds() {
@@ -40,9 +40,7 @@ async fn platform_maintenance_quick_holds() {
         return;
     };
     assert_held(lab, &o);
-    for g in lab_checks(&o) {
-        eprintln!("{lab}: {}: {}", g.name, g.detail);
-    }
+    print_checks(lab, &o);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -79,9 +77,7 @@ async fn sticky_rollout_quick_holds() {
         return;
     };
     assert_held(lab, &o);
-    for g in lab_checks(&o) {
-        eprintln!("{lab}: {}: {}", g.name, g.detail);
-    }
+    print_checks(lab, &o);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -127,6 +127,12 @@ fn listing(gates: &[&Gate]) -> String {
         .join("\n  ")
 }
 
+/// Prints every check of the run with its status and detail (what the numbers were, for the
+/// CI log of a lab that passed).
+pub fn print_checks(lab: &str, o: &runner::RunOutcome) {
+    eprintln!("{lab}:\n  {}", listing(&lab_checks(o)));
+}
+
 /// Every check of the lab passes and the verdict is `held`.
 pub fn assert_held(lab: &str, o: &runner::RunOutcome) {
     let gates = lab_checks(o);
