@@ -182,8 +182,16 @@ pub struct Config {
     pub bind_address: IpAddr,
     #[arg(long, env = "APP_MODE", value_enum, default_value_t = AppMode::Main)]
     pub app_mode: AppMode,
-    #[arg(long, env = "APP_NAME", default_value = DEFAULT_APP_NAME)]
-    pub app_name: String,
+    /// The app's name in its lines [`CONTAINER_APP_JOB_NAME`, then `subject`].
+    #[arg(long, env = "APP_NAME")]
+    pub app_name: Option<String>,
+    /// A job replica's job (Container Apps sets it): the lines' app when `APP_NAME` is unset.
+    #[arg(long, env = "CONTAINER_APP_JOB_NAME")]
+    pub container_app_job_name: Option<String>,
+    /// A job replica's execution (Container Apps sets it): the lines' revision when
+    /// `CONTAINER_APP_REVISION` is unset.
+    #[arg(long, env = "CONTAINER_APP_JOB_EXECUTION_NAME")]
+    pub container_app_job_execution_name: Option<String>,
     /// Revision identity (Container Apps sets it).
     #[arg(long, env = "CONTAINER_APP_REVISION")]
     pub container_app_revision: Option<String>,
@@ -335,7 +343,9 @@ impl Config {
             port: DEFAULT_PORT,
             bind_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             app_mode: AppMode::Main,
-            app_name: DEFAULT_APP_NAME.to_owned(),
+            app_name: None,
+            container_app_job_name: None,
+            container_app_job_execution_name: None,
             container_app_revision: None,
             container_app_replica_name: None,
             revision: None,
@@ -425,12 +435,17 @@ impl Config {
         non_empty(&self.dependency_host)
     }
 
-    /// Revision from `CONTAINER_APP_REVISION`, then `REVISION`, then `local`; replica from
-    /// `CONTAINER_APP_REPLICA_NAME`, then the host name.
+    /// App from `APP_NAME`, then `CONTAINER_APP_JOB_NAME`, then `subject`; revision from
+    /// `CONTAINER_APP_REVISION`, then `CONTAINER_APP_JOB_EXECUTION_NAME` (a job replica's
+    /// execution), then `REVISION`, then `local`; replica from `CONTAINER_APP_REPLICA_NAME`,
+    /// then the host name.
     pub fn identity(&self) -> Identity {
         Identity {
-            app: self.app_name.clone(),
+            app: non_empty(&self.app_name)
+                .or_else(|| non_empty(&self.container_app_job_name))
+                .unwrap_or_else(|| DEFAULT_APP_NAME.to_owned()),
             revision: non_empty(&self.container_app_revision)
+                .or_else(|| non_empty(&self.container_app_job_execution_name))
                 .or_else(|| non_empty(&self.revision))
                 .unwrap_or_else(|| "local".to_owned()),
             replica: non_empty(&self.container_app_replica_name).unwrap_or_else(hostname),
@@ -619,6 +634,26 @@ mod tests {
         let id = c.identity();
         assert_eq!(id.revision, "subject--0000002");
         assert_eq!(id.replica, "subject--0000002-abc");
+        assert_eq!(id.app, "subject");
+    }
+
+    #[test]
+    fn a_job_replica_names_its_job_and_execution_unless_told_otherwise() {
+        let mut c = parse(&[]).unwrap();
+        c.container_app_job_name = Some("drain".into());
+        c.container_app_job_execution_name = Some("drain-abc1234".into());
+        let id = c.identity();
+        assert_eq!(
+            (id.app.as_str(), id.revision.as_str()),
+            ("drain", "drain-abc1234")
+        );
+        c.app_name = Some("worker".into());
+        c.container_app_revision = Some("worker--1".into());
+        let id = c.identity();
+        assert_eq!(
+            (id.app.as_str(), id.revision.as_str()),
+            ("worker", "worker--1")
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! | `GET /health` (dependency mode) | 200 `healthy`, or 503 `unhealthy` / `failed` per `DEPENDENCY_HEALTHY`, `DEPENDENCY_DELAY_MS`, `DEPENDENCY_FAIL_RATE` |
 //! | `GET`/`POST /admin/dependency` (dependency mode, token) | read / change `{healthy, delay_ms, fail_rate}` at run time |
 //! | `POST /simulate/{zombie,deadlock,reset,crash?code=N}` (token) | see [`simulate`] |
-//! | `POST /queue?items=N`, `GET /queue`, `POST /queue/take` | an in-memory work queue: enqueue N (default 1), `{length, enqueued, taken}`, take the oldest item once (`{id, length}` or 204): see [`queue`] |
+//! | `POST /queue?items=N`, `GET /queue`, `POST /queue/take` | an in-memory work queue: enqueue N (default 1, answering their ids in `items`), `{length, enqueued, taken}`, take the oldest item once (`{id, length}` or 204): see [`queue`] |
 //!
 //! `APP_MODE=queue-worker` serves nothing: the process takes one item from `QUEUE_URL`'s queue,
 //! works `WORK_MS`, and exits 0 (an event-driven job's replica): see [`worker`].

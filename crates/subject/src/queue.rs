@@ -1,5 +1,6 @@
 //! A work queue the subject holds in memory, the event source of event-driven job labs:
-//! `POST /queue?items=N` enqueues N items (ids `item-1`, `item-2`, ... in order), `GET /queue`
+//! `POST /queue?items=N` enqueues N items (ids `item-1`, `item-2`, ... in order) and answers the
+//! stats with the new items' ids in `items`, `GET /queue`
 //! answers `{length, enqueued, taken}` (KEDA's `metrics-api` scaler reads `length`), and
 //! `POST /queue/take` hands out the oldest item once (`200 {id, length}`, or `204` when the
 //! queue is empty). A bottom module: it imports nothing of this crate.
@@ -26,6 +27,14 @@ pub struct QueueStats {
     pub enqueued: u64,
     /// Items ever taken.
     pub taken: u64,
+}
+
+/// What `POST /queue` answers: the stats after, and the ids of the items it added.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Enqueued {
+    #[serde(flatten)]
+    pub stats: QueueStats,
+    pub items: Vec<String>,
 }
 
 /// A `POST /queue` the queue refuses; the message of the 400.
@@ -55,8 +64,8 @@ impl Queue {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Parses `items` (absent: 1) and enqueues that many items; the stats after.
-    pub fn enqueue(&self, items: Option<&str>) -> Result<QueueStats, EnqueueError> {
+    /// Parses `items` (absent: 1) and enqueues that many items; their ids and the stats after.
+    pub fn enqueue(&self, items: Option<&str>) -> Result<Enqueued, EnqueueError> {
         let n = match items {
             None => 1,
             Some(raw) => raw
@@ -74,12 +83,17 @@ impl Queue {
                 asked: n,
             });
         }
+        let mut ids = Vec::new();
         for _ in 0..n {
             q.enqueued += 1;
             let id = format!("item-{}", q.enqueued);
+            ids.push(id.clone());
             q.items.push_back(id);
         }
-        Ok(stats(&q))
+        Ok(Enqueued {
+            stats: stats(&q),
+            items: ids,
+        })
     }
 
     /// The oldest item, removed (each is handed out once), and the stats after.
@@ -112,8 +126,14 @@ mod tests {
     #[test]
     fn items_are_handed_out_once_in_order() {
         let q = Queue::default();
-        assert_eq!(q.enqueue(Some("3")).unwrap().length, 3);
-        assert_eq!(q.enqueue(None).unwrap().length, 4);
+        let first = q.enqueue(Some("3")).unwrap();
+        assert_eq!(first.stats.length, 3);
+        assert_eq!(first.items, ["item-1", "item-2", "item-3"]);
+        let second = q.enqueue(None).unwrap();
+        assert_eq!(
+            (second.stats.length, second.items),
+            (4, vec!["item-4".to_owned()])
+        );
         let mut seen = Vec::new();
         while let (Some(id), _) = q.take() {
             seen.push(id);

@@ -629,8 +629,14 @@ async fn the_queue_enqueues_hands_each_item_out_once_and_refuses_bad_counts() {
     let (code, v) = call(&app, "POST", "/queue?items=3", "").await;
     assert_eq!(code, StatusCode::OK, "{v}");
     assert_eq!(v["length"], 3);
+    assert_eq!(
+        v["items"],
+        serde_json::json!(["item-1", "item-2", "item-3"]),
+        "the answer names the items it added"
+    );
     let (code, v) = call(&app, "POST", "/queue", "").await;
     assert_eq!((code, v["length"].clone()), (StatusCode::OK, 4.into()));
+    assert_eq!(v["items"], serde_json::json!(["item-4"]));
     for bad in ["0", "x", "10001"] {
         let (code, v) = call(&app, "POST", &format!("/queue?items={bad}"), "").await;
         assert_eq!(code, StatusCode::BAD_REQUEST, "{bad}");
