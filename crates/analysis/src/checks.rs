@@ -17,7 +17,7 @@
 //!
 //! This module holds the dispatch, the scopes and the verdict of each check; the kinds are
 //! evaluated in `load` (load checks), `events` (event and action checks),
-//! `revision_states` and `clients_moved`.
+//! `revision_states`, `clients_moved` and `queue`.
 //!
 //! Kinds:
 //! - `status_seen`: responses with HTTP `status` (from the windows' status maps) ≥ `min` (1).
@@ -61,10 +61,13 @@
 //!   revision), and says so.
 //! - `clients_moved`: the load's virtual clients that moved to another replica, within `[min,
 //!   max]` (`clients_moved`).
+//! - `queue_items_once`, `queue_drained_within`, `job_replicas_at_most`: an event-driven job's
+//!   items and replicas, from its workers' lines and the `enqueue` actions (`queue`).
 
 mod clients_moved;
 mod events;
 mod load;
+mod queue;
 mod revision_states;
 
 use labkit::config::parse_duration;
@@ -98,7 +101,7 @@ pub struct Inputs<'a> {
 
 /// Evaluates every `[[checks]]` entry of the lab, in order.
 pub fn evaluate(lab: &LabFile, inp: &Inputs) -> Vec<CheckResult> {
-    lab.checks.iter().map(|c| one(c, inp)).collect()
+    lab.checks.iter().map(|c| one(lab, c, inp)).collect()
 }
 
 struct Eval {
@@ -126,7 +129,7 @@ fn judged(ok: bool, detail: String, numbers: Value, rows: Vec<String>) -> Eval {
     }
 }
 
-fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
+fn one(lab: &LabFile, c: &CheckSpec, inp: &Inputs) -> CheckResult {
     use lab::CheckKind as K;
     let level = match c.kind {
         K::StatusSeen
@@ -159,6 +162,9 @@ fn one(c: &CheckSpec, inp: &Inputs) -> CheckResult {
             | K::ProbeFailed
             | K::ProbeFailedFirst => events::event_check(c, runs, inp.acc),
             K::ActionFailed => events::action_check(c, runs),
+            K::QueueItemsOnce => queue::items_once(c, lab, runs, inp.acc),
+            K::QueueDrainedWithin => queue::drained_within(c, lab, runs, inp.acc),
+            K::JobReplicasAtMost => queue::replicas_at_most(c, runs, inp.acc),
             K::Unknown(k) => invalid(format!(
                 "unknown check kind {k:?} (known: {})",
                 KINDS.join(", ")

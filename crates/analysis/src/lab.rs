@@ -80,6 +80,9 @@ pub struct LabFile {
     /// `[[checks]]`: the expected observations of an observation lab ([`crate::checks`]).
     #[serde(default)]
     pub checks: Vec<CheckSpec>,
+    /// `[[jobs]]`: the jobs under test (the lab crate's type), read by the job checks.
+    #[serde(default)]
+    pub jobs: Vec<lab::Job>,
     /// `[[load]]`: each load's name and rate (the headroom gate's "lab's load rate").
     #[serde(default)]
     pub load: Vec<LoadSpec>,

@@ -19,6 +19,7 @@ pub mod events;
 pub mod evidence;
 pub mod html;
 pub mod input;
+pub mod job_replicas;
 pub mod lab;
 pub mod model;
 pub mod pack;

@@ -162,6 +162,9 @@ pub struct ActionRecord {
     /// sampler run of that event's window); absent in packs written before per-event ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perturbation_id: Option<String>,
+    /// `enqueue`: the ids of the items the queue added, as it answered them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<String>,
 }
 
 impl RunsRecord {

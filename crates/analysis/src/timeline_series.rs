@@ -209,6 +209,25 @@ pub fn replica_series(a: &Analysis) -> ReplicaSeries {
     out
 }
 
+/// The replicas alive of each job under test over time, as its queue workers' lines span them,
+/// keyed `<job>/job replicas (workers' lines)` beside the revisions of [`replica_series`].
+pub fn job_replica_series(a: &Analysis) -> ReplicaSeries {
+    let lines = &a.acc.subject;
+    crate::job_replicas::job_names(lines)
+        .into_iter()
+        .map(|job| {
+            let pts = crate::job_replicas::alive(&crate::job_replicas::spans(lines, job));
+            (
+                format!("{job}/{JOB_SERIES}"),
+                vec![("workers".to_owned(), pts)],
+            )
+        })
+        .collect()
+}
+
+/// The replica panel's name for a job's series (after `<job>/`).
+pub const JOB_SERIES: &str = "job replicas (workers' lines)";
+
 /// The strip row of the revision states the samplers read from ARM (not a system log row).
 pub const STATE_ROW: &str = "revision state (ARM)";
 

@@ -23,7 +23,7 @@ use crate::model::SystemEvent;
 use crate::rule::BucketRow;
 use crate::timeline_series::{CLIENTS_ROW, STATE_ROW, client_moves, main_rows, state_changes};
 pub use crate::timeline_series::{
-    Marker, ReplicaSeries, StepSpan, lab_span, markers, replica_series, steps,
+    Marker, ReplicaSeries, StepSpan, job_replica_series, lab_span, markers, replica_series, steps,
 };
 use crate::ts::iso_s;
 
@@ -269,7 +269,8 @@ impl<'a> Scene<'a> {
                 .collect();
             s.into_iter().cloned().collect()
         };
-        let replicas = replica_series(a);
+        let mut replicas = replica_series(a);
+        replicas.extend(job_replica_series(a));
         let mut events: Vec<SystemEvent> = a
             .acc
             .system

@@ -16,6 +16,10 @@ pub struct Job {
     pub kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<ManagedServiceIdentity>,
     #[serde(default)]
     pub properties: JobProperties,
     #[serde(flatten)]
@@ -53,6 +57,56 @@ pub struct JobConfiguration {
     pub manual_trigger_config: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_trigger_config: Option<ScheduleTriggerConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_trigger_config: Option<EventTriggerConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registries: Option<Vec<RegistryCredentials>>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `configuration.eventTriggerConfig`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventTriggerConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_completion_count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<JobScale>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `eventTriggerConfig.scale`: when executions start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobScale {
+    /// Seconds between two reads of the rules' metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polling_interval: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_executions: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_executions: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<JobScaleRule>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One of `scale.rules`: a KEDA scaler by `type` with its `metadata`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobScaleRule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The KEDA scaler type, e.g. `metrics-api`, `azure-servicebus`.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The scaler's metadata (an object of strings in the spec's examples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
     #[serde(flatten)]
     pub extra: Extra,
 }

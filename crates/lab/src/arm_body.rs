@@ -1,4 +1,4 @@
-//! A lab app rendered as a Microsoft.App `containerApps` PUT body: an [`appmodel::ContainerApp`],
+//! A lab app rendered as a Microsoft.App `containerApps` PUT body (and a lab job as a `jobs` one): an [`appmodel::ContainerApp`],
 //! the one model of the resource that `arm` sends and localplane parses.
 //!
 //! The same body goes to Azure and to localplane; emulator-only knobs travel as resource tags
@@ -8,13 +8,14 @@ use std::collections::BTreeMap;
 
 use appmodel::{
     ActiveRevisionsMode, Affinity, Configuration, Container, ContainerApp, ContainerAppProperties,
-    ContainerResources, EnvVar, HttpGetAction, HttpScaleRule, Ingress, ManagedServiceIdentity,
-    ProbeType, RegistryCredentials, Scale, ScaleRule, Secret, StickySessions, TcpSocketAction,
-    Template, TrafficWeight,
+    ContainerResources, EnvVar, EventTriggerConfig, HttpGetAction, HttpScaleRule, Ingress,
+    JobConfiguration, JobProperties, JobScale, JobScaleRule, ManagedServiceIdentity, ProbeType,
+    RegistryCredentials, Scale, ScaleRule, Secret, StickySessions, TcpSocketAction, Template,
+    TrafficWeight, TriggerType,
 };
 use serde_json::{Map, Value};
 
-use crate::schema::{App, Probe, RevisionsMode, TrafficEntry};
+use crate::schema::{App, Job, Probe, RevisionsMode, TrafficEntry};
 
 /// The secret name `SIMULATE_TOKEN` is stored under in each subject app.
 pub const SIMULATE_TOKEN_SECRET: &str = "simulate-token";
@@ -153,14 +154,7 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
         location: Some(at.location.to_owned()),
         tags: Some(tags),
         // The registry entry names the identity; the app must also be assigned it.
-        identity: at.registry.map(|r| ManagedServiceIdentity {
-            kind: "UserAssigned".to_owned(),
-            user_assigned_identities: Some(BTreeMap::from([(
-                r.identity.to_owned(),
-                Value::Object(Map::new()),
-            )])),
-            ..ManagedServiceIdentity::default()
-        }),
+        identity: at.registry.map(|r| user_assigned(r.identity)),
         properties: ContainerAppProperties {
             environment_id: Some(at.environment_id.to_owned()),
             configuration: Some(configuration),
@@ -168,6 +162,101 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
             ..ContainerAppProperties::default()
         },
         ..ContainerApp::default()
+    }
+}
+
+/// A lab job rendered as a `Microsoft.App/jobs` PUT body, in the shape of the spec's
+/// `Job_CreateOrUpdate_EventTrigger` example: `triggerType: Event`, `eventTriggerConfig` with
+/// one `metrics-api` rule named `queue-length` reading `http://<queue_app>/queue`'s `length`
+/// (an app's name reaches it inside the environment), `targetValue` the items per execution.
+pub fn job(job: &Job, at: &Placement<'_>) -> appmodel::Job {
+    let e = &job.event;
+    let per_execution = job.replicas_per_execution();
+    let env = job
+        .env
+        .iter()
+        .map(|(k, v)| EnvVar {
+            name: k.clone(),
+            value: Some(v.clone()),
+            ..EnvVar::default()
+        })
+        .collect();
+    let rule = JobScaleRule {
+        name: Some("queue-length".to_owned()),
+        kind: Some("metrics-api".to_owned()),
+        metadata: Some(serde_json::json!({
+            "url": format!("http://{}/queue", e.queue_app),
+            "valueLocation": "length",
+            "targetValue": e.items_per_execution.unwrap_or(1).to_string(),
+        })),
+        ..JobScaleRule::default()
+    };
+    let configuration = JobConfiguration {
+        trigger_type: Some(TriggerType::Event),
+        replica_timeout: Some(job.replica_timeout_seconds),
+        replica_retry_limit: Some(job.replica_retry_limit),
+        event_trigger_config: Some(EventTriggerConfig {
+            parallelism: Some(per_execution),
+            replica_completion_count: Some(per_execution),
+            scale: Some(JobScale {
+                polling_interval: Some(e.polling_seconds),
+                min_executions: Some(e.min_executions),
+                max_executions: Some(e.max_executions),
+                rules: vec![rule],
+                ..JobScale::default()
+            }),
+            ..EventTriggerConfig::default()
+        }),
+        registries: at.registry.map(|r| {
+            vec![RegistryCredentials {
+                server: Some(r.server.to_owned()),
+                identity: Some(r.identity.to_owned()),
+                ..RegistryCredentials::default()
+            }]
+        }),
+        ..JobConfiguration::default()
+    };
+    appmodel::Job {
+        location: Some(at.location.to_owned()),
+        tags: Some(
+            at.tags
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        ),
+        identity: at.registry.map(|r| user_assigned(r.identity)),
+        properties: JobProperties {
+            environment_id: Some(at.environment_id.to_owned()),
+            configuration: Some(configuration),
+            template: Some(Template {
+                containers: vec![Container {
+                    name: Some(job.name.clone()),
+                    image: Some(job.image.clone()),
+                    env,
+                    resources: Some(ContainerResources {
+                        cpu: Some(0.25),
+                        memory: Some("0.5Gi".to_owned()),
+                        ..ContainerResources::default()
+                    }),
+                    ..Container::default()
+                }],
+                ..Template::default()
+            }),
+            ..JobProperties::default()
+        },
+        ..appmodel::Job::default()
+    }
+}
+
+/// The identity block assigning one user-assigned identity.
+fn user_assigned(identity: &str) -> ManagedServiceIdentity {
+    ManagedServiceIdentity {
+        kind: "UserAssigned".to_owned(),
+        user_assigned_identities: Some(BTreeMap::from([(
+            identity.to_owned(),
+            Value::Object(Map::new()),
+        )])),
+        ..ManagedServiceIdentity::default()
     }
 }
 
@@ -479,6 +568,73 @@ mod tests {
             body["properties"]["configuration"]["ingress"]["targetPort"],
             8080
         );
+    }
+
+    /// The key paths of the spec example `Job_CreateorUpdate_EventTrigger.json` (2024-03-01):
+    /// `configuration.triggerType`, `eventTriggerConfig` with `parallelism`,
+    /// `replicaCompletionCount` and `scale` {`pollingInterval`, `minExecutions`,
+    /// `maxExecutions`, `rules` [{`name`, `type`, `metadata`}]}.
+    #[test]
+    fn a_lab_job_renders_the_spec_examples_event_trigger_shape() {
+        let job: Job = toml::from_str(
+            r#"
+name = "worker"
+image = "probelab/subject:dev"
+replica_timeout_seconds = 60
+replica_retry_limit = 2
+parallelism = 2
+env = { APP_MODE = "queue-worker" }
+[event]
+queue_app = "queue"
+polling_seconds = 5
+max_executions = 4
+items_per_execution = 3
+"#,
+        )
+        .unwrap();
+        let at = Placement {
+            location: "local",
+            environment_id: "e",
+            simulate_token: None,
+            tags: &[("lab", "l")],
+            registry: None,
+        };
+        let body = serde_json::to_value(super::job(&job, &at)).unwrap();
+        let c = &body["properties"]["configuration"];
+        assert_eq!(c["triggerType"], "Event");
+        assert_eq!(
+            (c["replicaTimeout"].clone(), c["replicaRetryLimit"].clone()),
+            (json!(60), json!(2))
+        );
+        assert_eq!(
+            c["eventTriggerConfig"],
+            json!({
+                "parallelism": 2,
+                "replicaCompletionCount": 2,
+                "scale": {
+                    "pollingInterval": 5,
+                    "minExecutions": 0,
+                    "maxExecutions": 4,
+                    "rules": [{
+                        "name": "queue-length",
+                        "type": "metrics-api",
+                        "metadata": {
+                            "url": "http://queue/queue",
+                            "valueLocation": "length",
+                            "targetValue": "3"
+                        }
+                    }]
+                }
+            })
+        );
+        let container = &body["properties"]["template"]["containers"][0];
+        assert_eq!(container["image"], "probelab/subject:dev");
+        assert_eq!(
+            container["env"],
+            json!([{ "name": "APP_MODE", "value": "queue-worker" }])
+        );
+        assert_eq!(body["tags"], json!({ "lab": "l" }));
+        assert!(body.get("identity").is_none() && c.get("registries").is_none());
     }
 
     #[test]

@@ -63,6 +63,18 @@ pub enum CheckKind {
     /// lines) number at least `min` and at most `max` (either may be left out, not both).
     /// [Measured]
     ClientsMoved,
+    /// Every item the `enqueue` actions in scope added to the queue of `job`'s event source was
+    /// taken by exactly one replica of `job` and finished there (the workers' `QUEUE_ITEM_TAKEN`
+    /// and `QUEUE_ITEM_DONE` lines): none taken twice, none lost. [Observed]
+    QueueItemsOnce,
+    /// The items the `enqueue` actions in scope added were all finished by `job`'s replicas at
+    /// most `max` seconds after the first of those actions: the queue drained in time.
+    /// [Observed]
+    QueueDrainedWithin,
+    /// Replicas of `job` alive at once in scope (each from its first line to its last, as the
+    /// workers logged them) never number more than `max`: with one replica per execution, the
+    /// executions running at once, against `maxExecutions`. [Observed]
+    JobReplicasAtMost,
     /// A `kind` this version does not know (rejected by `lab::load`).
     Unknown(String),
 }
@@ -124,8 +136,31 @@ const MOVED: &[Param] = &[
     opt("max", "at most this many clients moved (>= 0)"),
 ];
 
+const JOB: Param = req("job", "the [[jobs]] entry whose replicas' lines are read");
+const QUEUE_STEP: Param = opt(
+    "step",
+    "the step whose `enqueue` actions and worker lines are read (default: the whole run)",
+);
+/// `queue_items_once`'s parameters.
+const QUEUE_ONCE: &[Param] = &[JOB, QUEUE_STEP];
+/// `queue_drained_within`'s parameters.
+const QUEUE_DRAINED: &[Param] = &[
+    JOB,
+    QUEUE_STEP,
+    req(
+        "max",
+        "at most this many seconds from the first enqueue to the last of its items done",
+    ),
+];
+/// `job_replicas_at_most`'s parameters.
+const JOB_REPLICAS: &[Param] = &[
+    JOB,
+    STEP,
+    req("max", "at most this many replicas of the job alive at once"),
+];
+
 /// Every known kind, in the order the docs list them.
-pub const ALL: [CheckKind; 16] = [
+pub const ALL: [CheckKind; 19] = [
     CheckKind::StatusSeen,
     CheckKind::NoErrors,
     CheckKind::ErrorsAtLeast,
@@ -142,6 +177,9 @@ pub const ALL: [CheckKind; 16] = [
     CheckKind::ErrorsServedBy,
     CheckKind::ServedShareBetween,
     CheckKind::ClientsMoved,
+    CheckKind::QueueItemsOnce,
+    CheckKind::QueueDrainedWithin,
+    CheckKind::JobReplicasAtMost,
 ];
 
 /// The `kind` names of [`ALL`].
@@ -162,6 +200,9 @@ pub const KINDS: &[&str] = &[
     "errors_served_by",
     "served_share_between",
     "clients_moved",
+    "queue_items_once",
+    "queue_drained_within",
+    "job_replicas_at_most",
 ];
 
 impl CheckKind {
@@ -184,6 +225,9 @@ impl CheckKind {
             CheckKind::ErrorsServedBy => "errors_served_by",
             CheckKind::ServedShareBetween => "served_share_between",
             CheckKind::ClientsMoved => "clients_moved",
+            CheckKind::QueueItemsOnce => "queue_items_once",
+            CheckKind::QueueDrainedWithin => "queue_drained_within",
+            CheckKind::JobReplicasAtMost => "job_replicas_at_most",
             CheckKind::Unknown(s) => s,
         }
     }
@@ -282,6 +326,9 @@ impl CheckKind {
             CheckKind::ErrorsServedBy => SERVED,
             CheckKind::ServedShareBetween => SHARE,
             CheckKind::ClientsMoved => MOVED,
+            CheckKind::QueueItemsOnce => QUEUE_ONCE,
+            CheckKind::QueueDrainedWithin => QUEUE_DRAINED,
+            CheckKind::JobReplicasAtMost => JOB_REPLICAS,
             CheckKind::Unknown(_) => &[],
         }
     }
@@ -323,6 +370,8 @@ pub struct Check {
     pub kind: CheckKind,
     #[serde(default)]
     pub app: Option<String>,
+    #[serde(default)]
+    pub job: Option<String>,
     #[serde(default)]
     pub load: Option<String>,
     #[serde(default)]
@@ -371,6 +420,7 @@ impl Check {
         let mut v = Vec::new();
         for (k, set) in [
             ("app", self.app.is_some()),
+            ("job", self.job.is_some()),
             ("load", self.load.is_some()),
             ("scenario", self.scenario.is_some()),
             ("step", self.step.is_some()),

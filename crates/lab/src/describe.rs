@@ -195,6 +195,7 @@ fn action_text(a: &Action) -> String {
         Action::Maintenance { app } => {
             format!("platform maintenance moves every replica of {app} (localplane only)")
         }
+        Action::Enqueue { app, items } => format!("{items} item(s) enqueued on {app}'s queue"),
     }
 }
 
@@ -345,15 +346,14 @@ pub fn check_text(c: &Check) -> String {
             n(c.max_pct, f64::NAN)
         ),
         CheckKind::ClientsMoved => {
-            let count = match (c.min, c.max) {
-                (Some(lo), Some(hi)) if lo == hi => num(lo),
-                (Some(lo), Some(hi)) => format!("{} to {}", num(lo), num(hi)),
-                (Some(lo), None) => format!("at least {}", num(lo)),
-                (None, Some(hi)) => format!("at most {}", num(hi)),
-                (None, None) => "?".to_owned(),
-            };
-            format!("{count} virtual client(s) of {stream} move to another replica")
+            format!(
+                "{} virtual client(s) of {stream} move to another replica",
+                bounds_text(c)
+            )
         }
+        CheckKind::QueueItemsOnce
+        | CheckKind::QueueDrainedWithin
+        | CheckKind::JobReplicasAtMost => job_check_text(c),
         CheckKind::Unknown(_) => "unknown kind".to_owned(),
     };
     let scope = match (&c.step, &c.within) {
@@ -363,6 +363,34 @@ pub fn check_text(c: &Check) -> String {
         (None, None) => "over the whole run".to_owned(),
     };
     format!("{what}, {scope}")
+}
+
+/// `min` and `max` in words: `3`, `2 to 5`, `at least 2`, `at most 5`.
+fn bounds_text(c: &Check) -> String {
+    match (c.min, c.max) {
+        (Some(lo), Some(hi)) if lo == hi => num(lo),
+        (Some(lo), Some(hi)) => format!("{} to {}", num(lo), num(hi)),
+        (Some(lo), None) => format!("at least {}", num(lo)),
+        (None, Some(hi)) => format!("at most {}", num(hi)),
+        (None, None) => "?".to_owned(),
+    }
+}
+
+/// A job check's observation in words (`check_text` adds the scope).
+fn job_check_text(c: &Check) -> String {
+    let n = |x: Option<f64>| num(x.unwrap_or(f64::NAN));
+    let job = c.job.as_deref().unwrap_or("?");
+    match c.kind {
+        CheckKind::QueueItemsOnce => format!(
+            "every item enqueued is taken by exactly one replica of job {job} and finished there \
+             (none twice, none lost)"
+        ),
+        CheckKind::QueueDrainedWithin => format!(
+            "job {job} finishes every item enqueued at most {} s after the first enqueue",
+            n(c.max)
+        ),
+        _ => format!("at most {} replica(s) of job {job} alive at once", n(c.max)),
+    }
 }
 
 /// A `revision_state_seen` check's states in words: `runningState Failed, provisioningState
@@ -444,6 +472,37 @@ pub fn pre_registration(lab: &Lab, file: &str, profile: &str) -> String {
     o
 }
 
+/// The jobs under test, one line each.
+fn jobs_text(o: &mut String, lab: &Lab) {
+    if !lab.jobs.is_empty() {
+        let _ = writeln!(o, "\njobs:");
+        for j in &lab.jobs {
+            let e = &j.event;
+            let _ = writeln!(
+                o,
+                "  - {}: {}, event-driven from {}'s queue ({} item(s) per execution), polled \
+                 every {} s, {} to {} executions at once, {} replica(s) each; replica timeout \
+                 {} s, {} retr{}",
+                j.name,
+                j.image,
+                e.queue_app,
+                e.items_per_execution.unwrap_or(1),
+                e.polling_seconds,
+                e.min_executions,
+                e.max_executions,
+                j.replicas_per_execution(),
+                j.replica_timeout_seconds,
+                j.replica_retry_limit,
+                if j.replica_retry_limit == 1 {
+                    "y"
+                } else {
+                    "ies"
+                }
+            );
+        }
+    }
+}
+
 /// The apps and the loads, one line each.
 fn apparatus(o: &mut String, lab: &Lab) {
     let _ = writeln!(
@@ -511,6 +570,7 @@ fn apparatus(o: &mut String, lab: &Lab) {
             let _ = writeln!(o, "    multiple revision mode{first}{split}");
         }
     }
+    jobs_text(o, lab);
     if !lab.load.is_empty() {
         let _ = writeln!(o, "\nload:");
         for l in &lab.load {

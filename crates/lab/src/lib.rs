@@ -12,6 +12,7 @@
 //! profile may not change the pre-registration or weaken a precondition).
 //!
 //! - [`schema`]: the types;
+//! - [`job`]: the `[[jobs]]` under test (event-driven jobs);
 //! - [`checks`]: the `[[checks]]` kinds and their parameters (the analysis evaluates them);
 //! - [`validate`]: what serde cannot check, as [`validate::Problem`]s with key paths;
 //! - [`profile`]: `[profiles.<name>]` overlays (`full` is the file itself, `quick` the same shape
@@ -22,14 +23,15 @@
 pub mod arm_body;
 pub mod checks;
 pub mod describe;
+pub mod job;
 pub mod profile;
 pub mod schema;
 pub mod validate;
 
 pub use checks::{CheckKind, Need};
 pub use schema::{
-    Action, App, Campaign, Check, Hypothesis, Lab, LabKind, Load, LocalplaneTimings, Preconditions,
-    Step,
+    Action, App, Campaign, Check, EventTrigger, Hypothesis, Job, Lab, LabKind, Load,
+    LocalplaneTimings, Preconditions, Step,
 };
 pub use validate::{Problem, Problems};
 

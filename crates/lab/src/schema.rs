@@ -8,6 +8,8 @@ use std::time::Duration;
 use labkit::config::parse_duration;
 use serde::{Deserialize, Serialize};
 
+pub use crate::job::{EventTrigger, Job};
+
 /// A whole lab, after its profile was applied.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +32,9 @@ pub struct Lab {
     #[serde(default)]
     pub phases: BTreeMap<String, toml::Value>,
     pub apps: Vec<App>,
+    /// `[[jobs]]`: Container Apps Jobs under test (see [`crate::job`]).
+    #[serde(default)]
+    pub jobs: Vec<Job>,
     #[serde(default)]
     pub load: Vec<Load>,
     pub steps: Vec<Step>,
@@ -614,6 +619,9 @@ pub enum Action {
     /// its `maintenance` knob selects (localplane only: Container Apps starts its maintenance
     /// itself, never on request).
     Maintenance { app: String },
+    /// `POST /queue?items=N` through the app's ingress: `items` work items for an event-driven
+    /// job (the queue answers its totals, from which the run records the items' ids).
+    Enqueue { app: String, items: u64 },
 }
 
 impl Action {
@@ -628,7 +636,8 @@ impl Action {
             | Action::Revision { app, .. }
             | Action::Traffic { app, .. }
             | Action::Deactivate { app, .. }
-            | Action::Maintenance { app } => app,
+            | Action::Maintenance { app }
+            | Action::Enqueue { app, .. } => app,
         }
     }
 }
@@ -638,6 +647,10 @@ pub use crate::checks::Check;
 impl Lab {
     pub fn app(&self, name: &str) -> Option<&App> {
         self.apps.iter().find(|a| a.name == name)
+    }
+
+    pub fn job(&self, name: &str) -> Option<&Job> {
+        self.jobs.iter().find(|j| j.name == name)
     }
 
     /// How many events the schedule fires in the steps with an action whose phase the rule

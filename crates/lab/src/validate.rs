@@ -13,6 +13,7 @@ use crate::schema::{Lab, LabKind, Step};
 
 mod apps;
 mod checks;
+mod jobs;
 mod loads;
 mod steps;
 
@@ -61,6 +62,9 @@ pub const EVIDENCE_LEVELS: [&str; 5] = [
     "Inferred",
     "Correlated",
 ];
+
+/// The most items one `enqueue` action adds (the subject's `MAX_ENQUEUE`).
+pub const MAX_ENQUEUE: u64 = 10_000;
 
 /// `simulate` modes the subject serves (`POST /simulate/<mode>`).
 pub const SIMULATE_MODES: [&str; 4] = ["zombie", "deadlock", "crash", "reset"];
@@ -124,6 +128,7 @@ pub fn problems(lab: &Lab) -> Vec<Problem> {
     names(&mut v, lab);
     preconditions(&mut v, lab);
     apps::apps(&mut v, lab);
+    jobs::jobs(&mut v, lab);
     loads::loads(&mut v, lab);
     steps::steps(&mut v, lab);
     steps::revisions(&mut v, lab);
@@ -258,8 +263,9 @@ fn head(v: &mut V, lab: &Lab) {
 }
 
 fn names(v: &mut V, lab: &Lab) {
-    let lists: [(&str, Vec<&str>); 4] = [
+    let lists: [(&str, Vec<&str>); 5] = [
         ("apps", lab.apps.iter().map(|a| a.name.as_str()).collect()),
+        ("jobs", lab.jobs.iter().map(|j| j.name.as_str()).collect()),
         ("load", lab.load.iter().map(|l| l.name.as_str()).collect()),
         ("steps", lab.steps.iter().map(|s| s.name.as_str()).collect()),
         (

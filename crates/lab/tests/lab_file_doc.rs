@@ -106,6 +106,10 @@ fn action_samples() -> Vec<Action> {
             revision: "s".into(),
         },
         Action::Maintenance { app: app() },
+        Action::Enqueue {
+            app: app(),
+            items: 1,
+        },
     ];
     for s in &samples {
         // A new variant must get a sample above before this compiles.
@@ -119,7 +123,8 @@ fn action_samples() -> Vec<Action> {
             | Action::Revision { .. }
             | Action::Traffic { .. }
             | Action::Deactivate { .. }
-            | Action::Maintenance { .. } => {}
+            | Action::Maintenance { .. }
+            | Action::Enqueue { .. } => {}
         }
     }
     samples
@@ -200,6 +205,8 @@ fn every_table_of_the_lab_file_is_documented_key_by_key() {
     assert_documents(&docs, "apps.ingress", fields_of::<Ingress>());
     assert_documents(&docs, "apps.probes", fields_of::<Probe>());
     assert_documents(&docs, "Traffic entries", fields_of::<TrafficEntry>());
+    assert_documents(&docs, "[[jobs]]", fields_of::<lab::Job>());
+    assert_documents(&docs, "jobs.event", fields_of::<lab::EventTrigger>());
     assert_documents(&docs, "[[load]]", fields_of::<lab::Load>());
     assert_documents(&docs, "[[steps]]", fields_of::<lab::Step>());
     assert_documents(&docs, "[[checks]]", fields_of::<lab::Check>());

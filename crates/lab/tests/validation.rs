@@ -1100,3 +1100,136 @@ fn the_progress_deadline_is_one_to_3600_seconds() {
         assert!(e.contains("1 to 3600"), "{e}");
     }
 }
+
+/// An event-driven job lab: a queue app, a worker job, an enqueue step and `checks`.
+fn job_lab(queue_app: &str, job_extra: &str, action: &str, checks: &str) -> String {
+    format!(
+        r#"
+title = "t"
+question = "q?"
+kind = "observation"
+[hypothesis]
+text = "h"
+[[apps]]
+name = "queue"
+image = "probelab/subject:dev"
+ingress = {{ external = true, target_port = 8080 }}
+[[apps]]
+name = "plain"
+image = "probelab/subject:dev"
+[[jobs]]
+name = "worker"
+image = "probelab/subject:dev"
+replica_timeout_seconds = 60
+env = {{ APP_MODE = "queue-worker", QUEUE_URL = "http://queue" }}
+{job_extra}
+[jobs.event]
+queue_app = "{queue_app}"
+polling_seconds = 5
+max_executions = 3
+[[steps]]
+name = "fill"
+phase = "drain"
+duration = "30s"
+action = {action}
+[[steps]]
+name = "idle"
+phase = "drain"
+duration = "5s"
+{checks}
+"#
+    )
+}
+
+const ENQUEUE: &str = r#"{ kind = "enqueue", app = "queue", items = 12 }"#;
+const JOB_CHECKS: &str = r#"
+[[checks]]
+name = "once"
+kind = "queue_items_once"
+job = "worker"
+step = "fill"
+[[checks]]
+name = "drained"
+kind = "queue_drained_within"
+job = "worker"
+max = 30
+[[checks]]
+name = "cap"
+kind = "job_replicas_at_most"
+job = "worker"
+max = 3
+"#;
+
+#[test]
+fn an_event_driven_job_loads_and_its_mistakes_are_named() {
+    let l = ok(&job_lab("queue", "", ENQUEUE, JOB_CHECKS), "full");
+    assert_eq!(l.jobs[0].event.max_executions, 3);
+    assert_eq!(l.jobs[0].replicas_per_execution(), 1);
+    for (text, want) in [
+        (
+            job_lab("nope", "", ENQUEUE, JOB_CHECKS),
+            "jobs[0].event.queue_app (job \"worker\"): app \"nope\" is not defined",
+        ),
+        (
+            job_lab("plain", "", ENQUEUE, JOB_CHECKS),
+            "app \"plain\" has no ingress: the scaler reads its queue",
+        ),
+        (
+            job_lab("queue", "parallelism = 0", ENQUEUE, JOB_CHECKS),
+            "jobs[0].parallelism (job \"worker\"): must be at least 1",
+        ),
+        (
+            job_lab(
+                "queue",
+                "",
+                r#"{ kind = "enqueue", app = "queue", items = 0 }"#,
+                JOB_CHECKS,
+            ),
+            "steps[0].action.items (step \"fill\"): 0 is not a whole number from 1 to 10000",
+        ),
+        (
+            job_lab(
+                "queue",
+                "",
+                r#"{ kind = "enqueue", app = "plain", items = 3 }"#,
+                "",
+            ),
+            "app \"plain\" has no ingress: nothing can enqueue through it",
+        ),
+        (
+            job_lab(
+                "queue",
+                "",
+                ENQUEUE,
+                &JOB_CHECKS.replace("job = \"worker\"\nstep", "job = \"wrk\"\nstep"),
+            ),
+            "checks[0].job (check \"once\"): job \"wrk\" is not defined",
+        ),
+        (
+            job_lab(
+                "queue",
+                "",
+                ENQUEUE,
+                &JOB_CHECKS.replace("step = \"fill\"", "step = \"idle\""),
+            ),
+            "no `enqueue` on \"queue\" (job \"worker\"'s queue app) in step \"idle\"",
+        ),
+        (
+            job_lab(
+                "queue",
+                "",
+                ENQUEUE,
+                &JOB_CHECKS.replace("max = 30", "max = 30\napp = \"queue\""),
+            ),
+            "check kind queue_drained_within does not take `app`",
+        ),
+        (
+            job_lab("queue", "", ENQUEUE, JOB_CHECKS)
+                .replace("name = \"worker\"", "name = \"queue\""),
+            "jobs[0].name (job \"queue\"): \"queue\" is also an app's name",
+        ),
+    ] {
+        let e = err(&text, "full");
+        assert!(e.contains(want), "want {want:?} in: {e}");
+    }
+}

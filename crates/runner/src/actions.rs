@@ -14,7 +14,8 @@
 //! - `traffic`: new `ingress.traffic` weights in one ARM PATCH (a split, a blue/green switch);
 //! - `deactivate`: `POST .../revisions/<app>--<suffix>/deactivate`;
 //! - `maintenance`: `POST /localplane/apps/<app>/maintenance` (localplane's admin API), waited
-//!   for as a long-running operation.
+//!   for as a long-running operation;
+//! - `enqueue`: `POST <app>/queue?items=N`, the ids the queue answers kept in the record.
 //!
 //! HTTP actions reach the app's ingress from the host (its `fqdn`) with the run's
 //! `X-Simulate-Token`. A failure is recorded (`outcome: failed`), never fatal.
@@ -120,6 +121,7 @@ impl Actor {
                 vec![self.deactivate(event, &app, &revision).await]
             }
             Action::Maintenance { .. } => vec![self.maintenance(event, &app).await],
+            Action::Enqueue { items, .. } => vec![self.enqueue(event, &app, items).await],
         }
     }
 
@@ -240,6 +242,55 @@ impl Actor {
             Ok((None, maintenance_detail(&plan)))
         })
         .await
+    }
+
+    /// `enqueue`: `POST /queue?items=N` on the app; the record keeps the ids the queue answered
+    /// (sent once: a POST that timed out may have added items, so it is not repeated).
+    async fn enqueue(&self, event: u32, app: &str, items: u64) -> ActionRecord {
+        let mut ids = Vec::new();
+        let mut rec = self
+            .timed(event, "enqueue", app, async {
+                let path = format!("/queue?items={items}");
+                let (status, body) = self
+                    .request(Method::POST, app, &path, None, ADMIN_TIMEOUT)
+                    .await?;
+                if !(200..300).contains(&status) {
+                    return Ok((
+                        Some(status),
+                        format!("POST {path}: {}", truncate(&body, 200)),
+                    ));
+                }
+                let answer: Value = serde_json::from_str(&body).map_err(|e| {
+                    ActionFailure::from(format!("POST {path}: the answer is not JSON: {e}"))
+                })?;
+                ids = answer["items"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if ids.len() as u64 != items {
+                    return Err(ActionFailure::from(format!(
+                        "POST {path}: the queue answered {} item id(s), not {items}: {}",
+                        ids.len(),
+                        truncate(&body, 200)
+                    )));
+                }
+                Ok((
+                    Some(status),
+                    format!(
+                        "{items} item(s) {}..{}; queue length {}",
+                        ids.first().map_or("", String::as_str),
+                        ids.last().map_or("", String::as_str),
+                        answer["length"]
+                    ),
+                ))
+            })
+            .await;
+        rec.items = ids;
+        rec
     }
 
     /// `restart`: a revision restart of the revision with the traffic.
@@ -372,6 +423,7 @@ impl Actor {
             dur_ms,
             detail,
             perturbation_id: None,
+            items: Vec::new(),
         }
     }
 

@@ -20,6 +20,7 @@ pub const SAMPLER_IMAGE: &str = "probelab/perturbation-sampler:dev";
 /// Every image a local run of `lab` needs.
 pub fn images(lab: &Lab) -> Vec<String> {
     let mut v: Vec<String> = lab.apps.iter().map(|a| a.image.clone()).collect();
+    v.extend(lab.jobs.iter().map(|j| j.image.clone()));
     v.push(LOADGEN_IMAGE.into());
     if lab.steps.iter().any(|s| s.action.is_some() || s.sample) {
         v.push(SAMPLER_IMAGE.into());
@@ -201,6 +202,38 @@ pub async fn apps(
             t.send_accepted("put_app", Method::PUT, &path, Some(&body))
                 .await?;
         }
+    }
+    Ok(())
+}
+
+/// PUTs every job of the lab (`[[jobs]]`, the jobs under test), each waited for as ARM's
+/// operation: after the apps are ready, so an event job's first poll finds its queue serving.
+/// On Azure the job stays after the run, as the apps do; its trigger finds an empty queue.
+pub async fn jobs(t: &Target, lab: &Lab, lab_name: &str, location: &str) -> Result<(), RunError> {
+    let env_id = t.environment_id();
+    for job in &lab.jobs {
+        let mut j = job.clone();
+        j.image = t.image(&j.image);
+        let placement = Placement {
+            location,
+            environment_id: &env_id,
+            simulate_token: None,
+            tags: &[("lab", lab_name), ("managedBy", "probelab")],
+            registry: t.registry.as_ref().map(|r| r.placement()),
+        };
+        let body = serde_json::to_value(lab::arm_body::job(&j, &placement)).map_err(|e| {
+            RunError::Arm(arm::ArmError::Invalid(format!(
+                "put_job {}: cannot encode the body: {e}",
+                job.name
+            )))
+        })?;
+        t.send(
+            "put_job",
+            Method::PUT,
+            &t.resource_path("jobs", &job.name),
+            Some(&body),
+        )
+        .await?;
     }
     Ok(())
 }

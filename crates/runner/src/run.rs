@@ -372,6 +372,11 @@ async fn orchestrate(
     let awaited = deploy::awaited_apps(lab);
     cancellable(cancel, deploy::wait_ready(&t, &awaited, opts.ready_timeout)).await?;
     cancellable(cancel, deploy::wait_serving(&t, lab, opts.ready_timeout)).await?;
+    if !lab.jobs.is_empty() {
+        let jobs: Vec<&str> = lab.jobs.iter().map(|j| j.name.as_str()).collect();
+        progress.line(&format!("deploying jobs under test: {}", jobs.join(", ")));
+        cancellable(cancel, deploy::jobs(&t, lab, &record.lab, &location)).await?;
+    }
     if awaited.len() == names.len() {
         progress.line("every app is ready and every load target serves");
     } else {

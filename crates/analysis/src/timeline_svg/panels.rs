@@ -180,12 +180,20 @@ pub(super) fn replica_panel(
     colours: &BTreeMap<String, &'static str>,
 ) {
     let (ax, p_rep) = (&sc.ax, &lay.p_rep);
+    let jobs = sc
+        .replicas
+        .keys()
+        .any(|k| k.ends_with(crate::timeline_series::JOB_SERIES));
     panel_frame(
         svg,
         p_rep,
         "replicas",
         "replicas by revision",
-        "sampler's inventory",
+        if jobs {
+            "sampler; jobs: workers' lines"
+        } else {
+            "sampler's inventory"
+        },
     );
     let mut rep_items = Vec::new();
     let mut drawn = false;

@@ -3,7 +3,7 @@
 use super::steps::suffix_problems;
 use super::{V, named, whole};
 use crate::checks::{Check, CheckKind, Need};
-use crate::schema::Lab;
+use crate::schema::{Action, Lab, Step};
 
 pub(super) fn check(v: &mut V, lab: &Lab, i: usize, c: &Check) {
     let item = named("check", &c.name);
@@ -22,6 +22,96 @@ pub(super) fn check(v: &mut V, lab: &Lab, i: usize, c: &Check) {
     check_params(v, i, c);
     check_refs(v, lab, i, c);
     check_ranges(v, i, c);
+}
+
+/// A load check's `load` exists, takes its `scenario`, runs in its step.
+fn load_refs(v: &mut V, lab: &Lab, i: usize, c: &Check, load: &str, step: Option<&Step>) {
+    let item = named("check", &c.name);
+    let k = |f: &str| format!("checks[{i}].{f}");
+    match lab.load.iter().find(|l| l.name == load) {
+        None => v.push(
+            k("load"),
+            item.clone(),
+            format!("load {load:?} is not defined"),
+        ),
+        Some(l) => {
+            if c.kind == CheckKind::ClientsMoved {
+                if l.clients.is_none() {
+                    v.push(
+                        k("load"),
+                        item.clone(),
+                        format!(
+                            "load {load:?} sets no `clients`: it keeps no cookies and \
+                             reports no client moving"
+                        ),
+                    );
+                }
+                if c.scenario.as_deref().is_some_and(|sc| sc != "main") {
+                    v.push(
+                        k("scenario"),
+                        item.clone(),
+                        "virtual clients drive the main stream only",
+                    );
+                }
+            }
+            if let Some(sc) = &c.scenario {
+                let known = l.scenarios();
+                if !known.contains(sc) {
+                    v.push(
+                        k("scenario"),
+                        item.clone(),
+                        format!(
+                            "load {load:?} has no stream {sc:?} (streams: {})",
+                            known.join(", ")
+                        ),
+                    );
+                }
+            }
+            if let Some(s) = step
+                && !lab.step_loads(s).iter().any(|x| x.name == load)
+            {
+                v.push(
+                    k("load"),
+                    item.clone(),
+                    format!("step {:?} does not run load {load:?}", s.name),
+                );
+            }
+        }
+    }
+}
+
+/// A job check's `job` exists, and a queue check's scope holds an `enqueue` on the job's queue
+/// app (else it would judge no item).
+fn job_refs(v: &mut V, lab: &Lab, i: usize, c: &Check, job: &str, step: Option<&Step>) {
+    let item = named("check", &c.name);
+    let k = |f: &str| format!("checks[{i}].{f}");
+    let Some(j) = lab.job(job) else {
+        v.push(k("job"), item, format!("job {job:?} is not defined"));
+        return;
+    };
+    if !matches!(
+        c.kind,
+        CheckKind::QueueItemsOnce | CheckKind::QueueDrainedWithin
+    ) {
+        return;
+    }
+    let enqueues = |s: &Step| matches!(&s.action, Some(Action::Enqueue { app, .. }) if *app == j.event.queue_app);
+    let found = match step {
+        Some(s) => enqueues(s),
+        None => lab.steps.iter().any(enqueues),
+    };
+    if !found {
+        v.push(
+            k(if step.is_some() { "step" } else { "job" }),
+            item,
+            format!(
+                "no `enqueue` on {:?} (job {job:?}'s queue app) in {}: the check would judge no \
+                 item",
+                j.event.queue_app,
+                step.map_or("the lab".to_owned(), |s| format!("step {:?}", s.name))
+            ),
+        );
+    }
 }
 
 /// The keys the check's kind needs are set, and it sets no other.
@@ -79,57 +169,11 @@ fn check_refs(v: &mut V, lab: &Lab, i: usize, c: &Check) {
             format!("app {app:?} is not defined"),
         );
     }
+    if let Some(job) = &c.job {
+        job_refs(v, lab, i, c, job, step);
+    }
     if let Some(load) = &c.load {
-        match lab.load.iter().find(|l| &l.name == load) {
-            None => v.push(
-                k("load"),
-                item.clone(),
-                format!("load {load:?} is not defined"),
-            ),
-            Some(l) => {
-                if c.kind == CheckKind::ClientsMoved {
-                    if l.clients.is_none() {
-                        v.push(
-                            k("load"),
-                            item.clone(),
-                            format!(
-                                "load {load:?} sets no `clients`: it keeps no cookies and \
-                                 reports no client moving"
-                            ),
-                        );
-                    }
-                    if c.scenario.as_deref().is_some_and(|sc| sc != "main") {
-                        v.push(
-                            k("scenario"),
-                            item.clone(),
-                            "virtual clients drive the main stream only",
-                        );
-                    }
-                }
-                if let Some(sc) = &c.scenario {
-                    let known = l.scenarios();
-                    if !known.contains(sc) {
-                        v.push(
-                            k("scenario"),
-                            item.clone(),
-                            format!(
-                                "load {load:?} has no stream {sc:?} (streams: {})",
-                                known.join(", ")
-                            ),
-                        );
-                    }
-                }
-                if let Some(s) = step
-                    && !lab.step_loads(s).iter().any(|x| &x.name == load)
-                {
-                    v.push(
-                        k("load"),
-                        item.clone(),
-                        format!("step {:?} does not run load {load:?}", s.name),
-                    );
-                }
-            }
-        }
+        load_refs(v, lab, i, c, load, step);
     }
     if let (Some(app), Some(r)) = (c.app.as_ref().and_then(|a| lab.app(a)), &c.revision)
         && !lab.revision_suffixes(&app.name).contains(&r.as_str())

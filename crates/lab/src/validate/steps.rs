@@ -1,7 +1,7 @@
 //! The `[[steps]]`: durations, events, staircases, each action against its app, and the
 //! revisions and traffic of multiple revision mode.
 
-use super::{SIMULATE_MODES, V, is_label, named};
+use super::{MAX_ENQUEUE, SIMULATE_MODES, V, is_label, named};
 use crate::schema::{Action, App, Lab, RevisionsMode, Step, TrafficEntry};
 
 pub(super) fn steps(v: &mut V, lab: &Lab) {
@@ -137,6 +137,22 @@ fn action_problems(v: &mut V, lab: &Lab, key: &str, item: &Option<String>, a: &A
             item.clone(),
             format!("{path:?} must start with /"),
         ),
+        Action::Enqueue { app, items } => {
+            if !(1..=MAX_ENQUEUE).contains(items) {
+                v.push(
+                    format!("{key}.items"),
+                    item.clone(),
+                    format!("{items} is not a whole number from 1 to {MAX_ENQUEUE} (the most one POST /queue adds)"),
+                );
+            }
+            if lab.app(app).is_some_and(|a| a.ingress.is_none()) {
+                v.push(
+                    format!("{key}.app"),
+                    item.clone(),
+                    format!("app {app:?} has no ingress: nothing can enqueue through it"),
+                );
+            }
+        }
         Action::SetEnv { env, .. } if env.is_empty() => v.push(
             format!("{key}.env"),
             item.clone(),
