@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 29] = [
+const CATALOGUE: [&str; 31] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -37,6 +37,8 @@ const CATALOGUE: [&str; 29] = [
     "failed-rollout-lying-readiness",
     "sticky-rollout",
     "sticky-rollout-immediate-exit",
+    "job-event-drain",
+    "job-event-drain-backlog",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {
