@@ -84,15 +84,7 @@ fn scale(app: &App) -> Scale {
 
 /// The PUT body for `app`, as the wire model `arm` sends and localplane parses.
 pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
-    let mut env: Vec<EnvVar> = app
-        .env
-        .iter()
-        .map(|(k, v)| EnvVar {
-            name: k.clone(),
-            value: Some(v.clone()),
-            ..EnvVar::default()
-        })
-        .collect();
+    let mut env = env_vars(&app.env);
     let mut configuration = Configuration {
         active_revisions_mode: Some(match app.revisions_mode {
             RevisionsMode::Single => ActiveRevisionsMode::Single,
@@ -124,13 +116,7 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
             ..EnvVar::default()
         });
     }
-    if let Some(r) = at.registry {
-        configuration.registries = Some(vec![RegistryCredentials {
-            server: Some(r.server.to_owned()),
-            identity: Some(r.identity.to_owned()),
-            ..RegistryCredentials::default()
-        }]);
-    }
+    configuration.registries = at.registry.map(registries);
     let template = Template {
         containers: vec![Container {
             name: Some(app.name.clone()),
@@ -172,15 +158,7 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
 pub fn job(job: &Job, at: &Placement<'_>) -> appmodel::Job {
     let e = &job.event;
     let per_execution = job.replicas_per_execution();
-    let env = job
-        .env
-        .iter()
-        .map(|(k, v)| EnvVar {
-            name: k.clone(),
-            value: Some(v.clone()),
-            ..EnvVar::default()
-        })
-        .collect();
+    let env = env_vars(&job.env);
     let rule = JobScaleRule {
         name: Some("queue-length".to_owned()),
         kind: Some("metrics-api".to_owned()),
@@ -207,13 +185,7 @@ pub fn job(job: &Job, at: &Placement<'_>) -> appmodel::Job {
             }),
             ..EventTriggerConfig::default()
         }),
-        registries: at.registry.map(|r| {
-            vec![RegistryCredentials {
-                server: Some(r.server.to_owned()),
-                identity: Some(r.identity.to_owned()),
-                ..RegistryCredentials::default()
-            }]
-        }),
+        registries: at.registry.map(registries),
         ..JobConfiguration::default()
     };
     appmodel::Job {
@@ -246,6 +218,26 @@ pub fn job(job: &Job, at: &Placement<'_>) -> appmodel::Job {
         },
         ..appmodel::Job::default()
     }
+}
+
+/// A container's env as `EnvVar`s, by name.
+fn env_vars(env: &BTreeMap<String, String>) -> Vec<EnvVar> {
+    env.iter()
+        .map(|(k, v)| EnvVar {
+            name: k.clone(),
+            value: Some(v.clone()),
+            ..EnvVar::default()
+        })
+        .collect()
+}
+
+/// `configuration.registries`: the registry, pulled from with its identity (never a password).
+fn registries(r: Registry<'_>) -> Vec<RegistryCredentials> {
+    vec![RegistryCredentials {
+        server: Some(r.server.to_owned()),
+        identity: Some(r.identity.to_owned()),
+        ..RegistryCredentials::default()
+    }]
 }
 
 /// The identity block assigning one user-assigned identity.
