@@ -372,11 +372,6 @@ async fn orchestrate(
     let awaited = deploy::awaited_apps(lab);
     cancellable(cancel, deploy::wait_ready(&t, &awaited, opts.ready_timeout)).await?;
     cancellable(cancel, deploy::wait_serving(&t, lab, opts.ready_timeout)).await?;
-    if !lab.jobs.is_empty() {
-        let jobs: Vec<&str> = lab.jobs.iter().map(|j| j.name.as_str()).collect();
-        progress.line(&format!("deploying jobs under test: {}", jobs.join(", ")));
-        cancellable(cancel, deploy::jobs(&t, lab, &record.lab, &location)).await?;
-    }
     if awaited.len() == names.len() {
         progress.line("every app is ready and every load target serves");
     } else {
@@ -390,6 +385,11 @@ async fn orchestrate(
              other app is ready and every load target of those serves",
             not.join(", ")
         ));
+    }
+    if !lab.jobs.is_empty() {
+        let jobs: Vec<&str> = lab.jobs.iter().map(|j| j.name.as_str()).collect();
+        progress.line(&format!("deploying jobs under test: {}", jobs.join(", ")));
+        cancellable(cancel, deploy::jobs(&t, lab, &record.lab, &location)).await?;
     }
     let actor = Arc::new(Actor::new(t.clone(), Some(token), scale)?);
     run_steps(lab, &t, &actor, opts, progress, pack, record).await
