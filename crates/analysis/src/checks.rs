@@ -222,16 +222,20 @@ fn load_runs<'a>(
         .filter(|r| r.load == load)
         .map(|r| r.run_id.as_str())
         .collect();
-    let where_ = c
-        .step
-        .as_ref()
-        .map_or("the run".to_owned(), |s| format!("step {s:?}"));
+    let where_ = scope_words(c);
     if run_ids.is_empty() {
         return Err(invalid(format!(
             "no run of load {load:?} in {where_} of runs.json"
         )));
     }
     Ok((run_ids, where_))
+}
+
+/// A check's step scope in words: `step "x"`, or `the run` without one.
+fn scope_words(c: &CheckSpec) -> String {
+    c.step
+        .as_ref()
+        .map_or("the run".to_owned(), |s| format!("step {s:?}"))
 }
 
 /// The event scope of a check: `[from, to]` in epoch ms (`to` open when `None`).

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use labkit::event::SubjectEvent;
 use serde_json::json;
 
-use super::{Eval, invalid, judged, scope};
+use super::{Eval, invalid, judged, scope, scope_words};
 use crate::job_replicas::{self, Spans};
 use crate::lab::{CheckSpec, LabFile};
 use crate::model::Acc;
@@ -36,6 +36,9 @@ struct Fate<'a> {
     done: Vec<(&'a str, i64)>,
 }
 
+/// Each item's fate, by item id.
+type Fates<'a> = BTreeMap<&'a str, Fate<'a>>;
+
 /// The `enqueue` actions on `queue_app` in the check's step (every step without one).
 fn enqueued(c: &CheckSpec, runs: &RunsRecord, queue_app: &str) -> Result<Enqueued, Eval> {
     let actions: Vec<&ActionRecord> = runs
@@ -45,10 +48,7 @@ fn enqueued(c: &CheckSpec, runs: &RunsRecord, queue_app: &str) -> Result<Enqueue
         .flat_map(|s| s.actions.iter())
         .filter(|a| a.kind == "enqueue" && a.app == queue_app)
         .collect();
-    let where_ = c
-        .step
-        .as_ref()
-        .map_or("the run".to_owned(), |s| format!("step {s:?}"));
+    let where_ = scope_words(c);
     if actions.is_empty() {
         return Err(invalid(format!(
             "no `enqueue` action on {queue_app} recorded in {where_} of runs.json"
@@ -80,8 +80,8 @@ fn enqueued(c: &CheckSpec, runs: &RunsRecord, queue_app: &str) -> Result<Enqueue
 }
 
 /// Each item's takes and finishes by `job`'s workers.
-fn fates<'a>(acc: &'a Acc, job: &str) -> BTreeMap<&'a str, Fate<'a>> {
-    let mut out: BTreeMap<&str, Fate> = BTreeMap::new();
+fn fates<'a>(acc: &'a Acc, job: &str) -> Fates<'a> {
+    let mut out: Fates = BTreeMap::new();
     for s in acc.subject.iter().filter(|s| s.app == job) {
         let Some(item) = s.item.as_deref() else {
             continue;
@@ -108,17 +108,25 @@ fn queue_app<'a>(c: &CheckSpec, lab: &'a LabFile) -> Result<(&'a str, &'a str), 
         .ok_or_else(|| invalid(format!("job {job:?} is not in the lab file's [[jobs]]")))
 }
 
+/// What both queue checks read: the job, its queue app, the items enqueued in scope and what
+/// the job's workers did with each item.
+fn read<'a>(
+    c: &CheckSpec,
+    lab: &'a LabFile,
+    runs: &RunsRecord,
+    acc: &'a Acc,
+) -> Result<(&'a str, &'a str, Enqueued, Fates<'a>), Eval> {
+    let (job, queue) = queue_app(c, lab)?;
+    let enq = enqueued(c, runs, queue)?;
+    Ok((job, queue, enq, fates(acc, job)))
+}
+
 /// Evaluates `queue_items_once`.
 pub(super) fn items_once(c: &CheckSpec, lab: &LabFile, runs: &RunsRecord, acc: &Acc) -> Eval {
-    let (job, queue) = match queue_app(c, lab) {
+    let (job, queue, enq, fates) = match read(c, lab, runs, acc) {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let enq = match enqueued(c, runs, queue) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    let fates = fates(acc, job);
     let none = Fate::default();
     let (mut twice, mut never, mut unfinished) = (Vec::new(), Vec::new(), Vec::new());
     for item in &enq.items {
@@ -165,18 +173,13 @@ pub(super) fn items_once(c: &CheckSpec, lab: &LabFile, runs: &RunsRecord, acc: &
 
 /// Evaluates `queue_drained_within`.
 pub(super) fn drained_within(c: &CheckSpec, lab: &LabFile, runs: &RunsRecord, acc: &Acc) -> Eval {
-    let (job, queue) = match queue_app(c, lab) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
     let Some(max_s) = c.max else {
         return invalid("queue_drained_within needs `max` (seconds)");
     };
-    let enq = match enqueued(c, runs, queue) {
+    let (job, _, enq, fates) = match read(c, lab, runs, acc) {
         Ok(x) => x,
         Err(e) => return e,
     };
-    let fates = fates(acc, job);
     let mut last: Option<(i64, &str)> = None;
     let mut unfinished = Vec::new();
     for item in &enq.items {
