@@ -33,6 +33,9 @@ pub enum AppMode {
     /// An event-driven job's replica: take one item from `QUEUE_URL`, work `WORK_MS`, exit 0
     /// (binds no port).
     QueueWorker,
+    /// A job replica running one batch: work `WORK_MS`, exit `EXIT_CODE`; on SIGTERM, clean up
+    /// for `SHUTDOWN_DRAIN_SECONDS`, then exit 143 (binds no port).
+    Batch,
 }
 
 /// When the listening socket appears.
@@ -221,6 +224,9 @@ pub struct Config {
     /// takes, a sleep).
     #[arg(long, env = "WORK_MS", default_value_t = 0)]
     pub work_ms: u64,
+    /// Batch mode: the exit code once the work is done (0 to 255; not 0: a failed replica).
+    #[arg(long, env = "EXIT_CODE", default_value_t = 0, value_parser = clap::value_parser!(u8))]
+    pub exit_code: u8,
     /// Fraction of `/` requests this replica answers `500 injected failure` (0 to 1), spread
     /// evenly rather than drawn at random: the k-th request fails when ⌊k·rate⌋ > ⌊(k−1)·rate⌋,
     /// so 0.2 fails every 5th. A canary's partial failure whose share of errors is exact, so a
@@ -291,7 +297,8 @@ pub struct Config {
 
     #[arg(long, env = "SHUTDOWN_MODE", value_enum, default_value_t = ShutdownMode::Graceful)]
     pub shutdown_mode: ShutdownMode,
-    /// Drain length for `SHUTDOWN_MODE=drain`.
+    /// Drain length for `SHUTDOWN_MODE=drain`; batch mode: how long its cleanup after SIGTERM
+    /// takes.
     #[arg(long, env = "SHUTDOWN_DRAIN_SECONDS", default_value = DEFAULT_SHUTDOWN_DRAIN_SECONDS, value_parser = parse_duration)]
     pub shutdown_drain_seconds: Duration,
 
@@ -355,6 +362,7 @@ impl Config {
             warm_ready_lies: false,
             request_delay_ms: 0,
             work_ms: 0,
+            exit_code: 0,
             fail_rate: 0.0,
             capacity_rps: None,
             capacity_sharing: Sharing::Ps,
@@ -464,6 +472,7 @@ impl Config {
             "warm_ready_lies": self.warm_ready_lies,
             "request_delay_ms": self.request_delay_ms,
             "work_ms": self.work_ms,
+            "exit_code": self.exit_code,
             "fail_rate": self.fail_rate,
             "capacity_rps": self.capacity_rps,
             "capacity_sharing": self.capacity_rps.map(|_| self.capacity_sharing.name()),

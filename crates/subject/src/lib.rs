@@ -23,9 +23,12 @@
 //!
 //! `APP_MODE=queue-worker` serves nothing: the process takes one item from `QUEUE_URL`'s queue,
 //! works `WORK_MS`, and exits 0 (an event-driven job's replica): see [`worker`].
+//! `APP_MODE=batch` serves nothing either: it works `WORK_MS` and exits `EXIT_CODE`, cleaning up
+//! `SHUTDOWN_DRAIN_SECONDS` after a SIGTERM (a manual or scheduled job's replica): see [`batch`].
 //!
 //! Anything else: 404 / 405 with a JSON `{error}`; bad parameters: 400 with a JSON `{error}`.
 
+pub mod batch;
 pub mod capacity;
 pub mod concurrency;
 pub mod config;
@@ -120,8 +123,10 @@ pub async fn run_with(
         config: Some(state.cfg().to_log_json()),
         ..state.line(SubjectEvent::BootStart)
     });
-    if state.cfg().app_mode == config::AppMode::QueueWorker {
-        return Ok(worker::run(&state, term).await);
+    match state.cfg().app_mode {
+        config::AppMode::QueueWorker => return Ok(worker::run(&state, term).await),
+        config::AppMode::Batch => return Ok(batch::run(&state, term).await),
+        config::AppMode::Main | config::AppMode::Dependency => {}
     }
     let mut term = shutdown::Term::spawn(term);
     let Some(listener) = startup::start(&state, &mut term).await? else {

@@ -36,7 +36,7 @@ pub fn router(state: AppState) -> Router {
             "/admin/dependency",
             get(dependency::get_settings).post(dependency::set_settings),
         ),
-        AppMode::Main | AppMode::QueueWorker => guarded,
+        AppMode::Main | AppMode::QueueWorker | AppMode::Batch => guarded,
     };
     let guarded = guarded.route_layer(middleware::from_fn_with_state(
         state.clone(),
@@ -60,7 +60,7 @@ pub fn router(state: AppState) -> Router {
         .route("/queue/take", post(take))
         .route(stream::PATH, get(stream::stream));
     app = match state.cfg().app_mode {
-        AppMode::Main | AppMode::QueueWorker => {
+        AppMode::Main | AppMode::QueueWorker | AppMode::Batch => {
             app.route("/dependency/health", get(dependency::dependency_health))
         }
         AppMode::Dependency => app.route("/health", get(dependency::health)),

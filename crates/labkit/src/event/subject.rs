@@ -22,6 +22,8 @@ pub enum SubjectEvent {
     QueueItemDone,
     /// Queue-worker mode: the queue had no item to take; the process exits 0 without work.
     QueueEmpty,
+    /// Batch mode: the work is done (`dur_ms`); the process exits with the code in `detail`.
+    BatchDone,
 }
 
 /// A `subject` line. Fields that do not apply to an event are omitted.
