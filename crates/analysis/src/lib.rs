@@ -19,6 +19,7 @@ pub mod events;
 pub mod evidence;
 pub mod html;
 pub mod input;
+pub mod job_executions;
 pub mod job_replicas;
 pub mod lab;
 pub mod model;
@@ -237,6 +238,11 @@ pub fn compute_with_runs(
         q6_table(&phases, &rule),
         timeline::q7(&acc),
     ];
+    // Q8 only where the lab has jobs under test (the other labs' reports stay as they were).
+    if !lab.jobs.is_empty() {
+        let jobs: Vec<&str> = lab.jobs.iter().map(|j| j.name.as_str()).collect();
+        tables.push(job_executions::q8(&acc, &jobs));
+    }
     let targets = load_targets(&lab, runs_file.as_ref().ok());
     let (forensics, mut statements) = timeline::forensics(&acc, &q2, &q2_name, cap, &targets);
     tables.push(forensics);

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use hdrhistogram::Histogram;
 use labkit::event::{
-    Meta, PerturbationWindowMarker, ReplicaInventorySample, RevisionStateSample, SamplerError,
-    Step, SubjectLine, Summary,
+    JobExecutionSample, Meta, PerturbationWindowMarker, ReplicaInventorySample,
+    RevisionStateSample, SamplerError, Step, SubjectLine, Summary,
 };
 
 /// Failed requests kept individually (per reader thread) for forensics and in-flight cut-offs.
@@ -395,6 +395,8 @@ pub struct SystemEvent {
     pub ts_ms: i64,
     pub app: String,
     pub revision: String,
+    /// A job's execution (`ExecutionName_s`); empty for an app's rows.
+    pub execution: String,
     pub replica: String,
     pub reason: String,
     pub msg: String,
@@ -511,6 +513,8 @@ pub struct Acc {
     last: Option<usize>,
     pub rev_samples: Vec<RevisionStateSample>,
     pub replica_samples: Vec<ReplicaInventorySample>,
+    /// The samplers' `JobExecutionSample` lines: each job execution as ARM listed it per tick.
+    pub executions: Vec<JobExecutionSample>,
     pub markers: Vec<PerturbationWindowMarker>,
     pub sampler_errors: Vec<SamplerError>,
     pub system: Vec<SystemEvent>,
@@ -535,6 +539,7 @@ impl Acc {
             last: None,
             rev_samples: Vec::new(),
             replica_samples: Vec::new(),
+            executions: Vec::new(),
             markers: Vec::new(),
             sampler_errors: Vec::new(),
             system: Vec::new(),
@@ -574,29 +579,51 @@ impl Acc {
         &mut self.runs[i]
     }
 
-    /// Folds another accumulator (a later chunk or file) into this one.
+    /// Folds another accumulator (a later chunk or file) into this one. `o` is taken apart
+    /// field by field, so a field added to [`Acc`] is a compile error here until it is merged.
     pub fn merge(&mut self, o: Acc) {
-        self.stats.merge(o.stats);
-        for r in o.runs {
+        let Acc {
+            window_ms: _,
+            stats,
+            runs,
+            index: _,
+            last: _,
+            rev_samples,
+            replica_samples,
+            executions,
+            markers,
+            sampler_errors,
+            system,
+            subject,
+            subject_requests,
+            steps,
+            summaries,
+            metas,
+            failed,
+            clients,
+        } = o;
+        self.stats.merge(stats);
+        for r in runs {
             let (id, sc) = (r.run_id.clone(), r.scenario.clone());
             self.run(&id, &sc).merge(r);
         }
-        self.rev_samples.extend(o.rev_samples);
-        self.replica_samples.extend(o.replica_samples);
-        self.markers.extend(o.markers);
-        self.sampler_errors.extend(o.sampler_errors);
-        self.system.extend(o.system);
-        self.subject.extend(o.subject);
-        for (k, v) in o.subject_requests {
+        self.rev_samples.extend(rev_samples);
+        self.replica_samples.extend(replica_samples);
+        self.executions.extend(executions);
+        self.markers.extend(markers);
+        self.sampler_errors.extend(sampler_errors);
+        self.system.extend(system);
+        self.subject.extend(subject);
+        for (k, v) in subject_requests {
             *self.subject_requests.entry(k).or_insert(0) += v;
         }
-        self.steps.extend(o.steps);
-        self.summaries.extend(o.summaries);
-        self.metas.extend(o.metas);
-        self.clients.merge(o.clients);
+        self.steps.extend(steps);
+        self.summaries.extend(summaries);
+        self.metas.extend(metas);
+        self.clients.merge(clients);
         let room = MAX_FAILED.saturating_sub(self.failed.len());
-        let n = o.failed.len();
-        self.failed.extend(o.failed.into_iter().take(room));
+        let n = failed.len();
+        self.failed.extend(failed.into_iter().take(room));
         self.stats.failed_overflow += n.saturating_sub(room) as u64;
     }
 
@@ -608,6 +635,7 @@ impl Acc {
         }
         self.rev_samples.sort_by_key(|s| s.ts);
         self.replica_samples.sort_by_key(|s| s.ts);
+        self.executions.sort_by_key(|s| s.ts);
         self.markers.sort_by_key(|s| s.ts);
         self.sampler_errors.sort_by_key(|s| s.ts);
         self.system.sort_by_key(|s| s.ts_ms);

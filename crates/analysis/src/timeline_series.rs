@@ -209,11 +209,14 @@ pub fn replica_series(a: &Analysis) -> ReplicaSeries {
     out
 }
 
-/// The replicas alive of each job under test over time, as its queue workers' lines span them,
-/// keyed `<job>/job replicas (workers' lines)` beside the revisions of [`replica_series`].
+/// The replicas alive of each job under test over time, keyed beside the revisions of
+/// [`replica_series`]: as its queue workers' lines span them (`<job>/job replicas (workers'
+/// lines)`), and, for each job the samplers read from ARM, as its system rows span them, each
+/// replica from its `ContainerStarted` row to its `ContainerTerminated` row (`<job>/job replicas
+/// (system rows)`): a killed replica that never printed is drawn all the same.
 pub fn job_replica_series(a: &Analysis) -> ReplicaSeries {
     let lines = &a.acc.subject;
-    crate::job_replicas::job_names(lines)
+    let mut out: ReplicaSeries = crate::job_replicas::job_names(lines)
         .into_iter()
         .map(|job| {
             let pts = crate::job_replicas::alive(&crate::job_replicas::spans(lines, job));
@@ -222,11 +225,77 @@ pub fn job_replica_series(a: &Analysis) -> ReplicaSeries {
                 vec![("workers".to_owned(), pts)],
             )
         })
-        .collect()
+        .collect();
+    for job in sampled_jobs(a) {
+        let mut spans: crate::job_replicas::Spans = BTreeMap::new();
+        for e in crate::job_executions::executions(&a.acc, job) {
+            for r in &e.replicas {
+                if let Some(start) = r.started_ms {
+                    let end = r.ended_ms.unwrap_or(start).max(start);
+                    spans.insert(intern(&a.acc, &r.name), (start, end));
+                }
+            }
+        }
+        if !spans.is_empty() {
+            out.insert(
+                format!("{job}/{JOB_ROWS_SERIES}"),
+                vec![("rows".to_owned(), crate::job_replicas::alive(&spans))],
+            );
+        }
+    }
+    out
+}
+
+/// The jobs the samplers read from ARM (the lab's `[[jobs]]`), by name.
+fn sampled_jobs(a: &Analysis) -> BTreeSet<&str> {
+    a.acc.executions.iter().map(|s| s.job.as_str()).collect()
+}
+
+/// `name` as borrowed from the accumulator's system rows (the spans' keys borrow).
+fn intern<'a>(acc: &'a crate::model::Acc, name: &str) -> &'a str {
+    acc.system
+        .iter()
+        .find(|r| r.replica == name)
+        .map_or("", |r| r.replica.as_str())
 }
 
 /// The replica panel's name for a job's series (after `<job>/`).
 pub const JOB_SERIES: &str = "job replicas (workers' lines)";
+/// The replica panel's name for a job's series from its system rows (after `<job>/`).
+pub const JOB_ROWS_SERIES: &str = "job replicas (system rows)";
+
+/// The strip row of the job executions' statuses the samplers read from ARM.
+pub const EXECUTION_ROW: &str = "execution status (ARM)";
+
+/// Each execution's statuses as the samplers read them, as events of the strip row
+/// [`EXECUTION_ROW`]: its first status, then every change (`Failed (was Running)`), at the tick
+/// that first saw it; the message starts with the new status, then the execution.
+pub fn execution_changes(a: &Analysis) -> Vec<SystemEvent> {
+    let mut out = Vec::new();
+    for job in sampled_jobs(a) {
+        for e in crate::job_executions::executions(&a.acc, job) {
+            let mut prev: Option<&str> = None;
+            for (ms, status) in &e.statuses {
+                out.push(SystemEvent {
+                    ts_ms: *ms,
+                    app: job.to_owned(),
+                    revision: String::new(),
+                    execution: e.name.clone(),
+                    replica: String::new(),
+                    reason: EXECUTION_ROW.to_owned(),
+                    msg: match prev {
+                        Some(p) => format!("{status} (was {p}): {}", e.name),
+                        None => format!("{status}: {}", e.name),
+                    },
+                    kind: "Normal".to_owned(),
+                });
+                prev = Some(status);
+            }
+        }
+    }
+    out.sort_by_key(|e| e.ts_ms);
+    out
+}
 
 /// The strip row of the revision states the samplers read from ARM (not a system log row).
 pub const STATE_ROW: &str = "revision state (ARM)";
@@ -255,6 +324,7 @@ pub fn state_changes(a: &Analysis) -> Vec<SystemEvent> {
             ts_ms: s.ts.epoch_ms(),
             app: s.app.clone(),
             revision: s.revision.clone(),
+            execution: String::new(),
             replica: String::new(),
             reason: STATE_ROW.to_owned(),
             msg: match prev {
@@ -289,6 +359,7 @@ pub fn client_moves(a: &Analysis) -> Vec<SystemEvent> {
                 ts_ms: w.first_ms,
                 app: String::new(),
                 revision: run.clone(),
+                execution: String::new(),
                 replica: String::new(),
                 reason: CLIENTS_ROW.to_owned(),
                 msg: format!(

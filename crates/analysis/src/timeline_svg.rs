@@ -21,7 +21,10 @@ use std::fmt::Write as _;
 use crate::Analysis;
 use crate::model::SystemEvent;
 use crate::rule::BucketRow;
-use crate::timeline_series::{CLIENTS_ROW, STATE_ROW, client_moves, main_rows, state_changes};
+use crate::timeline_series::{
+    CLIENTS_ROW, EXECUTION_ROW, STATE_ROW, client_moves, execution_changes, main_rows,
+    state_changes,
+};
 pub use crate::timeline_series::{
     Marker, ReplicaSeries, StepSpan, job_replica_series, lab_span, markers, replica_series, steps,
 };
@@ -305,6 +308,14 @@ impl<'a> Scene<'a> {
             reasons.push(CLIENTS_ROW);
         }
         events.extend(moves);
+        let executions: Vec<SystemEvent> = execution_changes(a)
+            .into_iter()
+            .filter(|e| ax.inside(e.ts_ms))
+            .collect();
+        if !executions.is_empty() {
+            reasons.push(EXECUTION_ROW);
+        }
+        events.extend(executions);
         let markers: Vec<Marker> = markers(a)
             .into_iter()
             .filter(|m| ax.inside(m.ts_ms))

@@ -36,6 +36,12 @@ pub fn termination_reason(msg: &str) -> String {
     }
 }
 
+/// The exit code of a `ContainerTerminated` message (`... with exit code '137'` → 137); `None`
+/// when it gives none (a reason only, or an empty code).
+pub fn exit_code(msg: &str) -> Option<i64> {
+    termination_reason(msg).strip_prefix("exit ")?.parse().ok()
+}
+
 /// What one `ContainerTerminated` row means for restart counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Termination {
@@ -139,6 +145,7 @@ mod termination_tests {
             ts_ms,
             app: "a".into(),
             revision: "a--r1".into(),
+            execution: String::new(),
             replica: replica.into(),
             reason: reason.into(),
             msg: msg.into(),

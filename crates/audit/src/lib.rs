@@ -66,11 +66,13 @@ impl AuditConfig {
     /// The sampling window this configuration describes.
     pub fn window(&self) -> Result<Window, ConfigError> {
         let apps = self.arm.apps();
+        let jobs = self.arm.jobs();
         let duration = self.window_length();
-        sampler::config::validate(&apps, self.interval, duration)?;
+        sampler::config::validate(&apps, &jobs, self.interval, duration)?;
         Ok(Window {
             scope: Scope::new(&self.arm.subscription_id, &self.arm.resource_group),
             apps,
+            jobs,
             interval: self.interval,
             duration,
             ctx: LineContext {

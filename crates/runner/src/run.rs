@@ -681,6 +681,8 @@ async fn start_samplers(
     let opens: Vec<Duration> = windows.iter().map(|w| w.open).collect();
     let names: Vec<&str> = run.lab.apps.iter().map(|a| a.name.as_str()).collect();
     let names = names.join(",");
+    let jobs: Vec<&str> = run.lab.jobs.iter().map(|j| j.name.as_str()).collect();
+    let jobs = jobs.join(",");
     let interval = (5.0 * run.opts.time_scale).round().clamp(1.0, 5.0) as u64;
     let t = run.target.clone();
     let lock_dir = run.opts.lock_dir.clone();
@@ -702,6 +704,7 @@ async fn start_samplers(
         let id = event_perturbation_id(&step_name, n, &ts);
         let env: Vec<EnvChange> = vec![
             ("CONTAINER_APP_NAMES".into(), Some(names.clone())),
+            ("CONTAINER_APP_JOB_NAMES".into(), Some(jobs.clone())),
             ("PERTURBATION_ID".into(), Some(id.clone())),
             ("SAMPLE_INTERVAL_SECONDS".into(), Some(interval.to_string())),
             (

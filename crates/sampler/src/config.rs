@@ -10,7 +10,7 @@ use clap::{Args, Parser};
 use labkit::config::parse_duration;
 use url::Url;
 
-/// Which apps to sample, and how to reach ARM.
+/// Which apps and jobs to sample, and how to reach ARM.
 #[derive(Args, Clone, Debug)]
 pub struct ArmArgs {
     /// Subscription holding the apps.
@@ -19,14 +19,12 @@ pub struct ArmArgs {
     /// Resource group holding the apps.
     #[arg(long, env = "RESOURCE_GROUP")]
     pub resource_group: String,
-    /// Container apps to sample, comma-separated.
-    #[arg(
-        long,
-        env = "CONTAINER_APP_NAMES",
-        value_delimiter = ',',
-        required = true
-    )]
+    /// Container apps to sample (revisions, replicas), comma-separated.
+    #[arg(long, env = "CONTAINER_APP_NAMES", value_delimiter = ',')]
     pub container_app_names: Vec<String>,
+    /// Container Apps Jobs to sample (their executions), comma-separated.
+    #[arg(long, env = "CONTAINER_APP_JOB_NAMES", value_delimiter = ',')]
+    pub job_names: Vec<String>,
     /// Client id of the user-assigned managed identity (else `AZURE_CLIENT_ID`, else
     /// system-assigned).
     #[arg(long, env = "MANAGED_IDENTITY_CLIENT_ID", hide_env_values = true)]
@@ -48,11 +46,12 @@ pub struct ArmArgs {
 impl ArmArgs {
     /// The app names, trimmed, empty entries dropped.
     pub fn apps(&self) -> Vec<String> {
-        self.container_app_names
-            .iter()
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect()
+        names(&self.container_app_names)
+    }
+
+    /// The job names, trimmed, empty entries dropped.
+    pub fn jobs(&self) -> Vec<String> {
+        names(&self.job_names)
     }
 
     /// The ARM client configuration.
@@ -74,6 +73,13 @@ impl ArmArgs {
             }
         })
     }
+}
+
+fn names(list: &[String]) -> Vec<String> {
+    list.iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 /// The perturbation sampler's configuration (image `perturbation-sampler`).
@@ -103,8 +109,8 @@ pub struct SamplerConfig {
 /// A configuration that parses but cannot run.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ConfigError {
-    #[error("CONTAINER_APP_NAMES names no app")]
-    NoApps,
+    #[error("CONTAINER_APP_NAMES and CONTAINER_APP_JOB_NAMES name nothing to sample")]
+    NothingToSample,
     #[error("the sample interval must be at least 10ms")]
     IntervalTooShort,
     #[error("the window ({window:?}) is shorter than one interval ({interval:?})")]
@@ -114,10 +120,15 @@ pub enum ConfigError {
     },
 }
 
-/// Checks the parts every sampler shares.
-pub fn validate(apps: &[String], interval: Duration, window: Duration) -> Result<(), ConfigError> {
-    if apps.is_empty() {
-        return Err(ConfigError::NoApps);
+/// Checks the parts every sampler shares: something to sample, and the interval and window.
+pub fn validate(
+    apps: &[String],
+    jobs: &[String],
+    interval: Duration,
+    window: Duration,
+) -> Result<(), ConfigError> {
+    if apps.is_empty() && jobs.is_empty() {
+        return Err(ConfigError::NothingToSample);
     }
     if interval < Duration::from_millis(10) {
         return Err(ConfigError::IntervalTooShort);
@@ -177,9 +188,15 @@ mod tests {
         let c = parse(&["--container-app-names", " a , ,b "]).unwrap();
         assert_eq!(c.arm.apps(), ["a", "b"]);
         let s = Duration::from_secs(1);
-        assert_eq!(validate(&[], s, s), Err(ConfigError::NoApps));
-        assert!(validate(&["a".into()], s, Duration::from_millis(10)).is_err());
-        assert!(validate(&["a".into()], Duration::from_millis(1), s).is_err());
-        assert!(validate(&["a".into()], s, s).is_ok());
+        assert_eq!(validate(&[], &[], s, s), Err(ConfigError::NothingToSample));
+        assert!(validate(&["a".into()], &[], s, Duration::from_millis(10)).is_err());
+        assert!(validate(&["a".into()], &[], Duration::from_millis(1), s).is_err());
+        assert!(validate(&["a".into()], &[], s, s).is_ok());
+        let c = parse(&["--job-names", "j, k"]).unwrap();
+        assert_eq!(
+            (c.arm.apps(), c.arm.jobs()),
+            (vec![], vec!["j".into(), "k".into()])
+        );
+        assert!(validate(&[], &c.arm.jobs(), s, s).is_ok());
     }
 }

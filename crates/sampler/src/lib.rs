@@ -63,10 +63,12 @@ pub fn build_client(args: &ArmArgs) -> Result<ArmClient, ArmError> {
 /// The window the perturbation sampler's configuration describes.
 pub fn window_of(cfg: &SamplerConfig) -> Result<Window, ConfigError> {
     let apps = cfg.arm.apps();
-    config::validate(&apps, cfg.interval, cfg.duration)?;
+    let jobs = cfg.arm.jobs();
+    config::validate(&apps, &jobs, cfg.interval, cfg.duration)?;
     Ok(Window {
         scope: Scope::new(&cfg.arm.subscription_id, &cfg.arm.resource_group),
         apps,
+        jobs,
         interval: cfg.interval,
         duration: cfg.duration,
         ctx: tick::LineContext {

@@ -1,11 +1,13 @@
-//! One tick: every app's revisions, and every live revision's replicas, as sample lines.
+//! One tick: every app's revisions, every live revision's replicas, and every job's executions,
+//! as sample lines.
 
-use arm::models::{Replica, Revision};
+use arm::models::{JobExecution, Replica, Revision};
 use arm::{ArmClient, ArmError, Scope};
 use futures::future::join_all;
 use labkit::Timestamp;
 use labkit::event::{
-    ContainerSample, Line, ReplicaInventorySample, RevisionStateSample, SamplerError,
+    ContainerSample, JobExecutionSample, Line, ReplicaInventorySample, RevisionStateSample,
+    SamplerError,
 };
 
 /// What every line of a run carries.
@@ -68,26 +70,82 @@ pub struct TickResult {
     pub errors: usize,
 }
 
-/// Samples every app once. All lines carry `ts` (the tick's start) and `tick`.
+/// Samples every app and every job once. All lines carry `ts` (the tick's start) and `tick`.
 pub async fn sample_tick(
     client: &ArmClient,
     scope: &Scope,
-    apps: &[String],
+    (apps, jobs): (&[String], &[String]),
     ctx: &LineContext,
     tick: u64,
     ts: Timestamp,
 ) -> TickResult {
-    let per_app = join_all(
-        apps.iter()
-            .map(|app| sample_app(client, scope, app, ctx, tick, ts)),
-    )
-    .await;
+    let (per_app, per_job) = futures::join!(
+        join_all(
+            apps.iter()
+                .map(|app| sample_app(client, scope, app, ctx, tick, ts)),
+        ),
+        join_all(
+            jobs.iter()
+                .map(|job| sample_job(client, scope, job, ctx, tick, ts)),
+        )
+    );
     let mut out = TickResult::default();
-    for r in per_app {
+    for r in per_app.into_iter().chain(per_job) {
         out.lines.extend(r.lines);
         out.errors += r.errors;
     }
     out
+}
+
+/// One job's executions (the list ARM keeps, newest first), one line each.
+async fn sample_job(
+    client: &ArmClient,
+    scope: &Scope,
+    job: &str,
+    ctx: &LineContext,
+    tick: u64,
+    ts: Timestamp,
+) -> TickResult {
+    match client.list_executions(scope, job).await {
+        Ok(execs) => TickResult {
+            lines: execs
+                .iter()
+                .map(|e| Line::from(execution_line(ctx, job, e, tick, ts)))
+                .collect(),
+            errors: 0,
+        },
+        Err(e) => TickResult {
+            lines: vec![ctx.arm_error(ts, tick, job, "list_executions", &e)],
+            errors: 1,
+        },
+    }
+}
+
+/// An execution as a `JobExecutionSample`.
+pub fn execution_line(
+    ctx: &LineContext,
+    job: &str,
+    e: &JobExecution,
+    tick: u64,
+    ts: Timestamp,
+) -> JobExecutionSample {
+    let p = &e.properties;
+    JobExecutionSample {
+        ts,
+        run_id: ctx.run_id.clone(),
+        perturbation_id: ctx.perturbation_id.clone(),
+        sampler: Some(ctx.sampler.clone()),
+        tick: Some(tick),
+        job: job.to_owned(),
+        execution: e.name.clone(),
+        status: p
+            .status
+            .as_ref()
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default(),
+        start_time: p.start_time.clone(),
+        end_time: p.end_time.clone(),
+    }
 }
 
 async fn sample_app(

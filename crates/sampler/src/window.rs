@@ -41,6 +41,8 @@ pub const TICK_GRACE: Duration = Duration::from_millis(100);
 pub struct Window {
     pub scope: Scope,
     pub apps: Vec<String>,
+    /// Jobs whose executions are listed each tick.
+    pub jobs: Vec<String>,
     pub interval: Duration,
     pub duration: Duration,
     pub ctx: LineContext,
@@ -126,7 +128,14 @@ pub async fn run_window(
         run.report_late(k, ts, now.saturating_duration_since(run.due(k)));
         let slot_end = run.due(k + 1);
         let tick_client = client.with_deadline(slot_end);
-        let work = sample_tick(&tick_client, &window.scope, &window.apps, ctx, k, ts);
+        let work = sample_tick(
+            &tick_client,
+            &window.scope,
+            (&window.apps, &window.jobs),
+            ctx,
+            k,
+            ts,
+        );
         // Belt and braces: every call is already bounded by the slot; this bounds the tick as a
         // whole (a stuck future anywhere) a little after it.
         let result = tokio::select! {

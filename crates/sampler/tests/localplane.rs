@@ -268,6 +268,89 @@ async fn cadence_holds_over_60_s_at_1_s() {
     lab.plane.stop().await;
 }
 
+/// A job's executions, listed each tick as `JobExecutionSample` lines: a batch replica exiting
+/// 3 is seen `Running`, then `Failed` with its end time; a job ARM does not know costs only its
+/// own `list_executions` call (a `SamplerError`), not the app's samples.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_each_jobs_executions_and_their_statuses() {
+    use arm::models::Job;
+    use clap::Parser;
+    let lab = Lab::start(1).await;
+    let (c, scope) = (&lab.client, &lab.scope);
+    let job: Job = serde_json::from_value(json!({
+        "location": "local",
+        "properties": {
+            "environmentId": format!("/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"),
+            "configuration": {"triggerType": "Manual", "replicaTimeout": 60, "replicaRetryLimit": 0,
+                "manualTriggerConfig": {"parallelism": 1, "replicaCompletionCount": 1}},
+            "template": {"containers": [{"name": "batch", "image": "probelab/subject:dev",
+                "env": [{"name": "APP_MODE", "value": "batch"},
+                        {"name": "WORK_MS", "value": "1500"},
+                        {"name": "EXIT_CODE", "value": "3"}]}]}
+        }
+    }))
+    .unwrap();
+    c.put_job(scope, "batch", &job).await.unwrap();
+    let started = c.start_job(scope, "batch", None).await.unwrap();
+    let cfg = sampler::SamplerConfig::try_parse_from([
+        "perturbation-sampler",
+        "--subscription-id",
+        SUB,
+        "--resource-group",
+        RG,
+        "--container-app-names",
+        "subject",
+        "--job-names",
+        "batch,nojob",
+        "--arm-endpoint",
+        &lab.plane.base_url(),
+        "--arm-token-source",
+        "none",
+        "--interval",
+        "500ms",
+        "--duration",
+        "4s",
+    ])
+    .unwrap();
+    let sink = Memory::default();
+    sampler::run_with(&cfg, &client(&cfg), &sink, std::future::pending())
+        .await
+        .unwrap();
+    let lines = sink.lines();
+    let statuses: Vec<(u64, String)> = lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::JobExecutionSample(s) if s.job == "batch" => {
+                assert_eq!(s.execution, started.name);
+                assert!(s.start_time.is_some(), "{s:?}");
+                Some((s.tick.unwrap_or(0), s.status.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses.len(), 8, "one line per tick: {statuses:?}");
+    assert_eq!(statuses[0].1, "Running", "{statuses:?}");
+    assert_eq!(statuses[7].1, "Failed", "{statuses:?}");
+    let failed_end = lines.iter().rev().find_map(|l| match l {
+        Line::JobExecutionSample(s) if s.status == "Failed" => s.end_time.clone(),
+        _ => None,
+    });
+    assert!(failed_end.is_some(), "a Failed execution has its end time");
+    let errors = sampler_errors(&lines);
+    assert_eq!(errors.len(), 8, "nojob fails each tick: {errors:#?}");
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.operation == "list_executions" && e.app.as_deref() == Some("nojob"))
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| matches!(l, Line::RevisionStateSample(s) if s.tick == Some(7)))
+    );
+    lab.plane.stop().await;
+}
+
 /// The ARM client's revision and job operations against localplane (here because sampler is
 /// the crate whose tests already run localplane; arm itself stays free of it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,7 @@ pub(crate) const KNOWN_KINDS: &[&str] = &[
     "summary",
     "RevisionStateSample",
     "ReplicaInventorySample",
+    "JobExecutionSample",
     "PerturbationWindowMarker",
     "SamplerError",
     "subject",
@@ -82,6 +83,7 @@ pub(crate) fn typed_line(acc: &mut Acc, line: Line) {
         Line::Summary(s) => acc.summaries.push(s),
         Line::RevisionStateSample(s) => acc.rev_samples.push(s),
         Line::ReplicaInventorySample(s) => acc.replica_samples.push(s),
+        Line::JobExecutionSample(s) => acc.executions.push(s),
         Line::PerturbationWindowMarker(m) => acc.markers.push(m),
         Line::SamplerError(e) => acc.sampler_errors.push(e),
         Line::Subject(s) => {
@@ -313,12 +315,15 @@ pub(crate) fn table_row<'m>(
         system_row(
             acc,
             get_str(m, &["TimeGenerated"]).as_deref(),
-            get_str(m, &["ContainerAppName_s", "JobName_s"]).as_deref(),
-            get_str(m, &["RevisionName_s"]).as_deref(),
-            get_str(m, &["ReplicaName_s", "ContainerGroupName_s"]).as_deref(),
-            get_str(m, &["Reason_s"]).as_deref(),
-            get_str(m, &["Log_s"]).as_deref(),
-            get_str(m, &["Type_s"]).as_deref(),
+            &SystemCols {
+                app: get_str(m, &["ContainerAppName_s", "JobName_s"]).as_deref(),
+                revision: get_str(m, &["RevisionName_s"]).as_deref(),
+                execution: get_str(m, &["ExecutionName_s"]).as_deref(),
+                replica: get_str(m, &["ReplicaName_s", "ContainerGroupName_s"]).as_deref(),
+                reason: get_str(m, &["Reason_s"]).as_deref(),
+                log: get_str(m, &["Log_s"]).as_deref(),
+                type_s: get_str(m, &["Type_s"]).as_deref(),
+            },
             loc,
         );
         return None;
@@ -377,18 +382,21 @@ pub(crate) fn table_row<'m>(
     None
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn system_row(
-    acc: &mut Acc,
-    time: Option<&str>,
-    app: Option<&str>,
-    revision: Option<&str>,
-    replica: Option<&str>,
-    reason: Option<&str>,
-    log: Option<&str>,
-    type_s: Option<&str>,
-    loc: &Loc,
-) {
+/// The columns of a system row the analysis reads (any may be absent).
+pub(crate) struct SystemCols<'a> {
+    /// `ContainerAppName_s`, else `JobName_s`.
+    pub app: Option<&'a str>,
+    pub revision: Option<&'a str>,
+    /// `ExecutionName_s` (a job's rows).
+    pub execution: Option<&'a str>,
+    pub replica: Option<&'a str>,
+    pub reason: Option<&'a str>,
+    pub log: Option<&'a str>,
+    pub type_s: Option<&'a str>,
+}
+
+pub(crate) fn system_row(acc: &mut Acc, time: Option<&str>, c: &SystemCols<'_>, loc: &Loc) {
+    let log = c.log;
     let Some(ts_ms) = time.and_then(parse_ms) else {
         acc.stats.unparseable_at(
             loc,
@@ -400,12 +408,13 @@ pub(crate) fn system_row(
     acc.stats.kind("system-row");
     acc.system.push(SystemEvent {
         ts_ms,
-        app: app.unwrap_or("").to_owned(),
-        revision: revision.unwrap_or("").to_owned(),
-        replica: replica.unwrap_or("").to_owned(),
-        reason: reason.unwrap_or("").to_owned(),
+        app: c.app.unwrap_or("").to_owned(),
+        revision: c.revision.unwrap_or("").to_owned(),
+        execution: c.execution.unwrap_or("").to_owned(),
+        replica: c.replica.unwrap_or("").to_owned(),
+        reason: c.reason.unwrap_or("").to_owned(),
         msg: log.unwrap_or("").to_owned(),
-        kind: type_s.unwrap_or("").to_owned(),
+        kind: c.type_s.unwrap_or("").to_owned(),
     });
 }
 

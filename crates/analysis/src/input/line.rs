@@ -10,7 +10,7 @@ use labkit::Line;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::fold::{KNOWN_KINDS, ReqIn, req, system_row, table_row, typed_line};
+use super::fold::{KNOWN_KINDS, ReqIn, SystemCols, req, system_row, table_row, typed_line};
 use super::logfmt::{is_logfmt, logfmt_msg, msg_into, msg_quote};
 use super::scan::{self, InQuotes, Inner, Inside, Plain, Stop, Val};
 use crate::model::{Acc, Loc, bump};
@@ -425,6 +425,8 @@ struct RowB<'a> {
     job: Option<Cow<'a, str>>,
     #[serde(rename = "RevisionName_s", borrow, default)]
     revision: Option<Cow<'a, str>>,
+    #[serde(rename = "ExecutionName_s", borrow, default)]
+    execution: Option<Cow<'a, str>>,
     #[serde(rename = "ReplicaName_s", borrow, default)]
     replica: Option<Cow<'a, str>>,
     #[serde(rename = "Reason_s", borrow, default)]
@@ -469,12 +471,15 @@ fn json_slow(acc: &mut Acc, s: &str, loc: &Loc, top: bool) {
                     system_row(
                         acc,
                         row.time.as_deref(),
-                        row.app.as_deref().or(row.job.as_deref()),
-                        row.revision.as_deref(),
-                        row.replica.as_deref(),
-                        row.reason.as_deref(),
-                        row.log.as_deref(),
-                        row.type_s.as_deref(),
+                        &SystemCols {
+                            app: row.app.as_deref().or(row.job.as_deref()),
+                            revision: row.revision.as_deref(),
+                            execution: row.execution.as_deref(),
+                            replica: row.replica.as_deref(),
+                            reason: row.reason.as_deref(),
+                            log: row.log.as_deref(),
+                            type_s: row.type_s.as_deref(),
+                        },
                         loc,
                     );
                 } else {

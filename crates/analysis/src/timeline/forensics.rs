@@ -240,6 +240,7 @@ mod tests {
             ts_ms: 0,
             app: app.into(),
             revision: format!("{app}--r1"),
+            execution: String::new(),
             replica: format!("{app}--r1-x"),
             reason: reason.into(),
             msg: String::new(),

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::rule::BucketRow;
-use crate::timeline_series::{CLIENTS_ROW, STATE_ROW};
+use crate::timeline_series::{CLIENTS_ROW, EXECUTION_ROW, STATE_ROW};
 use crate::ts::iso_s;
 
 use super::{LEFT, Layout, PALETTE, PW, Panel, Scene, clip, esc, legend, panel_frame, polylines};
@@ -106,14 +106,22 @@ pub(super) fn latency_panel(svg: &mut String, sc: &Scene, lay: &Layout) {
 pub(super) fn revision_colours(sc: &Scene) -> BTreeMap<String, &'static str> {
     let mut rev_color: BTreeMap<String, &'static str> = BTreeMap::new();
     let mut all_revs: BTreeSet<String> = sc.revisions.iter().cloned().collect();
-    all_revs.extend(sc.replicas.keys().map(|k| {
-        k.split_once('/')
-            .map_or(k.clone(), |(_, rev)| rev.to_owned())
-    }));
+    all_revs.extend(sc.replicas.keys().map(|k| colour_key(k).to_owned()));
     for (i, r) in all_revs.iter().enumerate() {
         rev_color.insert(r.clone(), PALETTE[i % PALETTE.len()]);
     }
     rev_color
+}
+
+/// What a replica series is coloured by: its revision (after `<app>/`, so a revision has one
+/// colour in every panel), or the whole key of a job's series (one colour per job and source).
+fn colour_key(key: &str) -> &str {
+    let job = key.ends_with(crate::timeline_series::JOB_SERIES)
+        || key.ends_with(crate::timeline_series::JOB_ROWS_SERIES);
+    match key.split_once('/') {
+        Some((_, rev)) if !job => rev,
+        _ => key,
+    }
 }
 
 /// The colour of `rev` in `colours` (grey for a revision without one).
@@ -180,17 +188,17 @@ pub(super) fn replica_panel(
     colours: &BTreeMap<String, &'static str>,
 ) {
     let (ax, p_rep) = (&sc.ax, &lay.p_rep);
-    let jobs = sc
-        .replicas
-        .keys()
-        .any(|k| k.ends_with(crate::timeline_series::JOB_SERIES));
+    let jobs = sc.replicas.keys().any(|k| {
+        k.ends_with(crate::timeline_series::JOB_SERIES)
+            || k.ends_with(crate::timeline_series::JOB_ROWS_SERIES)
+    });
     panel_frame(
         svg,
         p_rep,
         "replicas",
         "replicas by revision",
         if jobs {
-            "sampler; jobs: workers' lines"
+            "sampler; jobs: workers' lines, system rows"
         } else {
             "sampler's inventory"
         },
@@ -198,7 +206,7 @@ pub(super) fn replica_panel(
     let mut rep_items = Vec::new();
     let mut drawn = false;
     for (key, execs) in &sc.replicas {
-        let rev = key.split_once('/').map_or(key.as_str(), |(_, r)| r);
+        let rev = colour_key(key);
         let color = colour_of(colours, rev);
         let mut any = false;
         for (_, pts) in execs {
@@ -279,6 +287,10 @@ pub(super) fn system_strip(svg: &mut String, sc: &Scene, lay: &Layout) {
             let label = match *reason {
                 STATE_ROW => Some(("revision-state", e.msg.split('/').nth(1).unwrap_or(""))),
                 CLIENTS_ROW => Some(("clients-moved", e.msg.split(' ').next().unwrap_or(""))),
+                EXECUTION_ROW => Some((
+                    "execution-status",
+                    e.msg.split([' ', ':']).next().unwrap_or(""),
+                )),
                 _ => None,
             };
             if let Some((class, text)) = label {

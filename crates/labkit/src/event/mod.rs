@@ -4,7 +4,7 @@
 //! applies, `run_id` and `perturbation_id`. Field names follow the original labs so their KQL keeps
 //! working on our output (minus the logfmt unwrap). One module per producer:
 //! [`loadgen`] (`meta`, `bucket`, `req`, `step`, `client`, `summary`), [`sampler`] (`RevisionStateSample`,
-//! `ReplicaInventorySample`, `PerturbationWindowMarker`, `SamplerError`), [`subject`]
+//! `ReplicaInventorySample`, `JobExecutionSample`, `PerturbationWindowMarker`, `SamplerError`), [`subject`]
 //! (`subject`, with the event name in `event`) and [`diag`] (`log`, tracing diagnostics).
 //!
 //! Unknown fields are ignored when reading, so older readers accept newer lines; optional fields
@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 pub use diag::LogLine;
 pub use loadgen::{Bucket, ClientChange, Meta, MetaPhase, Req, Step, Summary};
 pub use sampler::{
-    ContainerSample, MarkerPhase, PerturbationWindowMarker, ReplicaInventorySample,
-    RevisionStateSample, SamplerError,
+    ContainerSample, JobExecutionSample, MarkerPhase, PerturbationWindowMarker,
+    ReplicaInventorySample, RevisionStateSample, SamplerError,
 };
 pub use subject::{SubjectEvent, SubjectLine};
 
@@ -43,6 +43,7 @@ pub enum Line {
     Summary(Summary),
     RevisionStateSample(RevisionStateSample),
     ReplicaInventorySample(ReplicaInventorySample),
+    JobExecutionSample(JobExecutionSample),
     PerturbationWindowMarker(PerturbationWindowMarker),
     SamplerError(SamplerError),
     #[serde(rename = "subject")]
@@ -63,6 +64,7 @@ impl Line {
             Line::Summary(_) => "summary",
             Line::RevisionStateSample(_) => "RevisionStateSample",
             Line::ReplicaInventorySample(_) => "ReplicaInventorySample",
+            Line::JobExecutionSample(_) => "JobExecutionSample",
             Line::PerturbationWindowMarker(_) => "PerturbationWindowMarker",
             Line::SamplerError(_) => "SamplerError",
             Line::Subject(_) => "subject",
@@ -102,6 +104,7 @@ impl_from_for_line!(
     Summary => Summary,
     RevisionStateSample => RevisionStateSample,
     ReplicaInventorySample => ReplicaInventorySample,
+    JobExecutionSample => JobExecutionSample,
     PerturbationWindowMarker => PerturbationWindowMarker,
     SamplerError => SamplerError,
     SubjectLine => Subject,

@@ -37,6 +37,32 @@ pub struct RevisionStateSample {
     pub last_active_time: Option<String>,
 }
 
+/// `JobExecutionSample`: one execution of one job at one tick (the job's executions list).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobExecutionSample {
+    pub ts: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturbation_id: Option<String>,
+    /// Which sampler printed it: `perturbation-sampler` or `audit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<String>,
+    /// 0-based tick number within the sampler's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick: Option<u64>,
+    pub job: String,
+    pub execution: String,
+    /// `properties.status`: Running, Processing, Stopped, Degraded, Failed, Unknown, Succeeded
+    /// (empty when ARM gave none).
+    #[serde(default)]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_time: Option<String>,
+}
+
 /// One container of a replica, as `ReplicaInventorySample.containers[]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ContainerSample {

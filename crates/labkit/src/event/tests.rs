@@ -165,6 +165,19 @@ fn examples() -> Vec<Line> {
             }],
         }
         .into(),
+        JobExecutionSample {
+            ts: ts(),
+            run_id: None,
+            perturbation_id: Some("p".into()),
+            sampler: Some("perturbation-sampler".into()),
+            tick: Some(3),
+            job: "flaky".into(),
+            execution: "flaky-abc1234".into(),
+            status: "Failed".into(),
+            start_time: Some("2026-06-12T14:00:05Z".into()),
+            end_time: Some("2026-06-12T14:00:09Z".into()),
+        }
+        .into(),
         PerturbationWindowMarker {
             ts: ts(),
             run_id: None,
@@ -228,7 +241,7 @@ fn examples() -> Vec<Line> {
 fn every_kind_round_trips_through_json() {
     let examples = examples();
     let kinds: std::collections::BTreeSet<_> = examples.iter().map(Line::kind).collect();
-    assert_eq!(kinds.len(), 12, "one example per kind");
+    assert_eq!(kinds.len(), 13, "one example per kind");
     for line in examples {
         let json = line.to_json();
         assert!(!json.contains('\n'), "one line: {json}");
