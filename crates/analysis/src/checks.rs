@@ -17,7 +17,7 @@
 //!
 //! This module holds the dispatch, the scopes and the verdict of each check; the kinds are
 //! evaluated in `load` (load checks), `events` (event and action checks),
-//! `revision_states`, `clients_moved` and `queue`.
+//! `revision_states`, `clients_moved`, `queue` and `job_executions`.
 //!
 //! Kinds:
 //! - `status_seen`: responses with HTTP `status` (from the windows' status maps) ≥ `min` (1).
@@ -63,9 +63,12 @@
 //!   max]` (`clients_moved`).
 //! - `queue_items_once`, `queue_drained_within`, `job_replicas_at_most`: an event-driven job's
 //!   items and replicas, from its workers' lines and the `enqueue` actions (`queue`).
+//! - `job_executions_end`, `job_replica_exit`: how a job's executions and replicas ended, from
+//!   ARM's executions list and the job's system rows, cross-checked (`job_executions`).
 
 mod clients_moved;
 mod events;
+mod job_executions;
 mod load;
 mod queue;
 mod revision_states;
@@ -165,6 +168,8 @@ fn one(lab: &LabFile, c: &CheckSpec, inp: &Inputs) -> CheckResult {
             K::QueueItemsOnce => queue::items_once(c, lab, runs, inp.acc),
             K::QueueDrainedWithin => queue::drained_within(c, lab, runs, inp.acc),
             K::JobReplicasAtMost => queue::replicas_at_most(c, runs, inp.acc),
+            K::JobExecutionsEnd => job_executions::executions_end(c, runs, inp.acc),
+            K::JobReplicaExit => job_executions::replica_exit(c, runs, inp.acc),
             K::Unknown(k) => invalid(format!(
                 "unknown check kind {k:?} (known: {})",
                 KINDS.join(", ")

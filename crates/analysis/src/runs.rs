@@ -140,8 +140,12 @@ pub struct ActionRecord {
     /// `saturate`, `set-env`, ...
     #[serde(default)]
     pub kind: String,
-    #[serde(default)]
+    /// The app the action targeted (empty for a job action).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub app: String,
+    /// The `[[jobs]]` entry a `job-start` or `job-stop` targeted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
     /// When it was fired (RFC 3339, ms).
     pub ts: String,
     /// `ok` or `failed`.
@@ -165,6 +169,18 @@ pub struct ActionRecord {
     /// `enqueue`: the ids of the items the queue added, as it answered them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<String>,
+    /// `job-start`: the execution it started; `job-stop`: the executions it stopped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub executions: Vec<String>,
+}
+
+impl ActionRecord {
+    /// The record of a job action: the job named in `job`, not in `app`.
+    pub fn as_job_action(mut self, job: &str) -> ActionRecord {
+        self.app.clear();
+        self.job = Some(job.to_owned());
+        self
+    }
 }
 
 impl RunsRecord {

@@ -10,12 +10,12 @@ use appmodel::{
     ActiveRevisionsMode, Affinity, Configuration, Container, ContainerApp, ContainerAppProperties,
     ContainerResources, EnvVar, EventTriggerConfig, HttpGetAction, HttpScaleRule, Ingress,
     JobConfiguration, JobProperties, JobScale, JobScaleRule, ManagedServiceIdentity, ProbeType,
-    RegistryCredentials, Scale, ScaleRule, Secret, StickySessions, TcpSocketAction, Template,
-    TrafficWeight, TriggerType,
+    RegistryCredentials, Scale, ScaleRule, ScheduleTriggerConfig, Secret, StickySessions,
+    TcpSocketAction, Template, TrafficWeight, TriggerType,
 };
 use serde_json::{Map, Value};
 
-use crate::schema::{App, Job, Probe, RevisionsMode, TrafficEntry};
+use crate::schema::{App, EventTrigger, Job, Probe, RevisionsMode, TrafficEntry, Trigger};
 
 /// The secret name `SIMULATE_TOKEN` is stored under in each subject app.
 pub const SIMULATE_TOKEN_SECRET: &str = "simulate-token";
@@ -152,50 +152,52 @@ pub fn container_app(app: &App, at: &Placement<'_>) -> ContainerApp {
 }
 
 /// A lab job rendered as a `Microsoft.App/jobs` PUT body, in the shape of the spec's
-/// `Job_CreateOrUpdate_EventTrigger` example: `triggerType: Event`, `eventTriggerConfig` with
-/// one `metrics-api` rule named `queue-length` reading `http://<queue_app>/queue`'s `length`
-/// (an app's name reaches it inside the environment), `targetValue` the items per execution.
+/// `Job_CreateOrUpdate` examples for its trigger: `manualTriggerConfig` or
+/// `scheduleTriggerConfig` (`cronExpression`) with `parallelism` and `replicaCompletionCount`,
+/// or `eventTriggerConfig` with one `metrics-api` rule named `queue-length` reading
+/// `http://<queue_app>/queue`'s `length` (an app's name reaches it inside the environment),
+/// `targetValue` the items per execution. A job without exactly one trigger (which `lab::load`
+/// rejects) renders as a Manual one.
 pub fn job(job: &Job, at: &Placement<'_>) -> appmodel::Job {
-    let e = &job.event;
     let per_execution = job.replicas_per_execution();
     let env = env_vars(&job.env);
-    let rule = JobScaleRule {
-        name: Some("queue-length".to_owned()),
-        kind: Some("metrics-api".to_owned()),
-        metadata: Some(serde_json::json!({
-            "url": format!("http://{}/queue", e.queue_app),
-            "valueLocation": "length",
-            "targetValue": e.items_per_execution.unwrap_or(1).to_string(),
-        })),
-        ..JobScaleRule::default()
-    };
-    let configuration = JobConfiguration {
-        trigger_type: Some(TriggerType::Event),
+    let mut configuration = JobConfiguration {
         replica_timeout: Some(job.replica_timeout_seconds),
         replica_retry_limit: Some(job.replica_retry_limit),
-        event_trigger_config: Some(EventTriggerConfig {
-            parallelism: Some(per_execution),
-            replica_completion_count: Some(per_execution),
-            scale: Some(JobScale {
-                polling_interval: Some(e.polling_seconds),
-                min_executions: Some(e.min_executions),
-                max_executions: Some(e.max_executions),
-                rules: vec![rule],
-                ..JobScale::default()
-            }),
-            ..EventTriggerConfig::default()
-        }),
         registries: at.registry.map(registries),
         ..JobConfiguration::default()
     };
+    match job.trigger() {
+        Some(Trigger::Event(e)) => {
+            configuration.trigger_type = Some(TriggerType::Event);
+            configuration.event_trigger_config = Some(event_trigger(e, per_execution));
+        }
+        Some(Trigger::Schedule(s)) => {
+            configuration.trigger_type = Some(TriggerType::Schedule);
+            configuration.schedule_trigger_config = Some(ScheduleTriggerConfig {
+                cron_expression: Some(s.cron.clone()),
+                parallelism: Some(per_execution),
+                replica_completion_count: Some(per_execution),
+                ..ScheduleTriggerConfig::default()
+            });
+        }
+        Some(Trigger::Manual) | None => {
+            configuration.trigger_type = Some(TriggerType::Manual);
+            configuration.manual_trigger_config = Some(serde_json::json!({
+                "parallelism": per_execution,
+                "replicaCompletionCount": per_execution,
+            }));
+        }
+    }
+    let mut tags: BTreeMap<String, String> = at
+        .tags
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    tags.extend(job.localplane_tags());
     appmodel::Job {
         location: Some(at.location.to_owned()),
-        tags: Some(
-            at.tags
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-        ),
+        tags: Some(tags),
         identity: at.registry.map(|r| user_assigned(r.identity)),
         properties: JobProperties {
             environment_id: Some(at.environment_id.to_owned()),
@@ -217,6 +219,32 @@ pub fn job(job: &Job, at: &Placement<'_>) -> appmodel::Job {
             ..JobProperties::default()
         },
         ..appmodel::Job::default()
+    }
+}
+
+/// `eventTriggerConfig` of an event-driven lab job.
+fn event_trigger(e: &EventTrigger, per_execution: u32) -> EventTriggerConfig {
+    let rule = JobScaleRule {
+        name: Some("queue-length".to_owned()),
+        kind: Some("metrics-api".to_owned()),
+        metadata: Some(serde_json::json!({
+            "url": format!("http://{}/queue", e.queue_app),
+            "valueLocation": "length",
+            "targetValue": e.items_per_execution.unwrap_or(1).to_string(),
+        })),
+        ..JobScaleRule::default()
+    };
+    EventTriggerConfig {
+        parallelism: Some(per_execution),
+        replica_completion_count: Some(per_execution),
+        scale: Some(JobScale {
+            polling_interval: Some(e.polling_seconds),
+            min_executions: Some(e.min_executions),
+            max_executions: Some(e.max_executions),
+            rules: vec![rule],
+            ..JobScale::default()
+        }),
+        ..EventTriggerConfig::default()
     }
 }
 
@@ -627,6 +655,53 @@ items_per_execution = 3
         );
         assert_eq!(body["tags"], json!({ "lab": "l" }));
         assert!(body.get("identity").is_none() && c.get("registries").is_none());
+    }
+
+    /// The manual and schedule triggers as the spec's `JobConfiguration` defines them:
+    /// `manualTriggerConfig` / `scheduleTriggerConfig` (`cronExpression`) with `parallelism`
+    /// and `replicaCompletionCount`; the timeout scope as its localplane tag.
+    #[test]
+    fn manual_and_scheduled_lab_jobs_render_their_trigger_configs() {
+        let at = Placement {
+            location: "local",
+            environment_id: "e",
+            simulate_token: None,
+            tags: &[("lab", "l")],
+            registry: None,
+        };
+        let base = r#"
+name = "batch"
+image = "probelab/subject:dev"
+replica_timeout_seconds = 5
+replica_retry_limit = 1
+"#;
+        let manual: Job = toml::from_str(&format!(
+            "{base}replica_timeout_scope = \"execution\"\nmanual = {{}}\n"
+        ))
+        .unwrap();
+        let body = serde_json::to_value(super::job(&manual, &at)).unwrap();
+        let c = &body["properties"]["configuration"];
+        assert_eq!(c["triggerType"], "Manual");
+        assert_eq!(
+            c["manualTriggerConfig"],
+            json!({ "parallelism": 1, "replicaCompletionCount": 1 })
+        );
+        assert!(c.get("eventTriggerConfig").is_none() && c.get("scheduleTriggerConfig").is_none());
+        assert_eq!(
+            body["tags"],
+            json!({ "lab": "l", "localplane.replicaTimeout": "execution" })
+        );
+        let scheduled: Job =
+            toml::from_str(&format!("{base}[schedule]\ncron = \"*/1 * * * *\"\n")).unwrap();
+        let body = serde_json::to_value(super::job(&scheduled, &at)).unwrap();
+        let c = &body["properties"]["configuration"];
+        assert_eq!(c["triggerType"], "Schedule");
+        assert_eq!(
+            c["scheduleTriggerConfig"],
+            json!({ "cronExpression": "*/1 * * * *", "parallelism": 1, "replicaCompletionCount": 1 })
+        );
+        assert!(c.get("manualTriggerConfig").is_none());
+        assert_eq!(body["tags"], json!({ "lab": "l" }));
     }
 
     #[test]

@@ -75,6 +75,16 @@ pub enum CheckKind {
     /// workers logged them) never number more than `max`: with one replica per execution, the
     /// executions running at once, against `maxExecutions`. [Observed]
     JobReplicasAtMost,
+    /// Every execution of `job` started in scope ended with `execution_status` (the last status
+    /// the sampler read from ARM's executions list), and, with `replicas`, ran exactly that many
+    /// replicas (`ContainerStarted` rows of the execution: a retried replica is a new one). The
+    /// system rows' own reading of the outcome is compared and a disagreement named. [Observed]
+    JobExecutionsEnd,
+    /// Every replica of `job` started in scope ended (its `ContainerTerminated` row) with
+    /// `exit_code` when given, between `min` and `max` seconds after `since`: its own
+    /// `ContainerStarted` row (`start`, default) or its own `SIGTERM_RECEIVED` line (`sigterm`),
+    /// e.g. killed at a `replicaTimeout` or at the fixed grace after a stop. [Observed]
+    JobReplicaExit,
     /// A `kind` this version does not know (rejected by `lab::load`).
     Unknown(String),
 }
@@ -159,8 +169,72 @@ const JOB_REPLICAS: &[Param] = &[
     req("max", "at most this many replicas of the job alive at once"),
 ];
 
+/// `job_executions_end`'s parameters.
+const JOB_END: &[Param] = &[
+    req("job", "the [[jobs]] entry whose executions are read"),
+    opt(
+        "step",
+        "the step in which the executions started (default: the whole run)",
+    ),
+    req(
+        "execution_status",
+        "the status each ends with: Succeeded, Failed or Stopped",
+    ),
+    opt(
+        "replicas",
+        "and the replicas each ran, retries included (a whole number >= 1)",
+    ),
+];
+/// `job_replica_exit`'s parameters.
+const JOB_EXIT: &[Param] = &[
+    req("job", "the [[jobs]] entry whose replicas' rows are read"),
+    opt(
+        "step",
+        "the step in which the replicas started (default: the whole run)",
+    ),
+    opt(
+        "exit_code",
+        "the exit code each ends with, e.g. 137 (killed), 143 (SIGTERM)",
+    ),
+    opt(
+        "since",
+        "`start` (its ContainerStarted row, default) or `sigterm` (its SIGTERM_RECEIVED line)",
+    ),
+    opt("min", "each ends at least this many seconds after `since`"),
+    req("max", "and at most this many seconds after it"),
+];
+
+/// `revision_state_seen`'s parameters.
+const STATE_APP: Param = req("app", "the app whose revisions' samples are read");
+const RUNNING: Param = req(
+    "running_state",
+    "the revision's runningState, e.g. Failed, Processing, Running",
+);
+const PROVISIONING: Param = opt(
+    "provisioning_state",
+    "and its provisioningState, e.g. Provisioning, Failed",
+);
+const HEALTH: Param = opt(
+    "health_state",
+    "and its healthState: Healthy, Unhealthy, None",
+);
+const NEW_REVISION: Param = opt(
+    "new_revision",
+    "true: only revisions created within the scope (the step's own new revision)",
+);
+const STATES: &[Param] = &[
+    STATE_APP,
+    RUNNING,
+    PROVISIONING,
+    HEALTH,
+    NEW_REVISION,
+    STEP,
+    WITHIN,
+    MIN_COUNT,
+];
+
 /// Every known kind, in the order the docs list them.
-pub const ALL: [CheckKind; 19] = [
+pub const ALL: [CheckKind; 21] = [
     CheckKind::StatusSeen,
     CheckKind::NoErrors,
     CheckKind::ErrorsAtLeast,
@@ -180,6 +254,8 @@ pub const ALL: [CheckKind; 19] = [
     CheckKind::QueueItemsOnce,
     CheckKind::QueueDrainedWithin,
     CheckKind::JobReplicasAtMost,
+    CheckKind::JobExecutionsEnd,
+    CheckKind::JobReplicaExit,
 ];
 
 /// The `kind` names of [`ALL`].
@@ -203,6 +279,8 @@ pub const KINDS: &[&str] = &[
     "queue_items_once",
     "queue_drained_within",
     "job_replicas_at_most",
+    "job_executions_end",
+    "job_replica_exit",
 ];
 
 impl CheckKind {
@@ -228,6 +306,8 @@ impl CheckKind {
             CheckKind::QueueItemsOnce => "queue_items_once",
             CheckKind::QueueDrainedWithin => "queue_drained_within",
             CheckKind::JobReplicasAtMost => "job_replicas_at_most",
+            CheckKind::JobExecutionsEnd => "job_executions_end",
+            CheckKind::JobReplicaExit => "job_replica_exit",
             CheckKind::Unknown(s) => s,
         }
     }
@@ -284,33 +364,6 @@ impl CheckKind {
         const RESTARTS_MAX: &[Param] = &[APP, STEP, WITHIN, MAX];
         const PROBES: &[Param] = &[APP, PROBE, STEP, WITHIN, MIN_COUNT];
         const ACTION: &[Param] = &[ACTION_APP, ACTION_STEP];
-        const STATE_APP: Param = req("app", "the app whose revisions' samples are read");
-        const RUNNING: Param = req(
-            "running_state",
-            "the revision's runningState, e.g. Failed, Processing, Running",
-        );
-        const PROVISIONING: Param = opt(
-            "provisioning_state",
-            "and its provisioningState, e.g. Provisioning, Failed",
-        );
-        const HEALTH: Param = opt(
-            "health_state",
-            "and its healthState: Healthy, Unhealthy, None",
-        );
-        const NEW_REVISION: Param = opt(
-            "new_revision",
-            "true: only revisions created within the scope (the step's own new revision)",
-        );
-        const STATES: &[Param] = &[
-            STATE_APP,
-            RUNNING,
-            PROVISIONING,
-            HEALTH,
-            NEW_REVISION,
-            STEP,
-            WITHIN,
-            MIN_COUNT,
-        ];
         match self {
             CheckKind::StatusSeen => STATUS_SEEN,
             CheckKind::NoErrors | CheckKind::Recovers => LOAD_ONLY,
@@ -329,6 +382,8 @@ impl CheckKind {
             CheckKind::QueueItemsOnce => QUEUE_ONCE,
             CheckKind::QueueDrainedWithin => QUEUE_DRAINED,
             CheckKind::JobReplicasAtMost => JOB_REPLICAS,
+            CheckKind::JobExecutionsEnd => JOB_END,
+            CheckKind::JobReplicaExit => JOB_EXIT,
             CheckKind::Unknown(_) => &[],
         }
     }
@@ -408,7 +463,22 @@ pub struct Check {
     pub health_state: Option<String>,
     #[serde(default)]
     pub new_revision: Option<bool>,
+    #[serde(default)]
+    pub execution_status: Option<String>,
+    #[serde(default)]
+    pub replicas: Option<u32>,
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    #[serde(default)]
+    pub since: Option<String>,
 }
+
+/// The execution statuses `job_executions_end` can expect: the final ones of the spec's
+/// `JobExecution.properties.status` enum.
+pub const FINAL_EXECUTION_STATUSES: &[&str] = &["Succeeded", "Failed", "Stopped"];
+
+/// `job_replica_exit`'s `since` values.
+pub const REPLICA_EXIT_SINCE: &[&str] = &["start", "sigterm"];
 
 /// The fewest requests a window needs for `error_rate_between` to judge it, by default: at 100
 /// requests one error moves the rate by 1 %, the coarsest step a tolerance of ±0.5 % can read.
@@ -439,6 +509,10 @@ impl Check {
             ("provisioning_state", self.provisioning_state.is_some()),
             ("health_state", self.health_state.is_some()),
             ("new_revision", self.new_revision.is_some()),
+            ("execution_status", self.execution_status.is_some()),
+            ("replicas", self.replicas.is_some()),
+            ("exit_code", self.exit_code.is_some()),
+            ("since", self.since.is_some()),
         ] {
             if set {
                 v.push(k);

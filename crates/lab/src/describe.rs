@@ -8,7 +8,7 @@ use std::time::Duration;
 use labkit::config::parse_duration;
 
 use crate::checks::{Check, CheckKind};
-use crate::schema::{Action, Lab, LabKind, Step};
+use crate::schema::{Action, Lab, LabKind, Step, TimeoutScope, Trigger};
 
 /// How long the schedule runs: the steps' load durations, one after the other (deploying,
 /// waiting for readiness and pulling the logs come on top).
@@ -196,6 +196,8 @@ fn action_text(a: &Action) -> String {
             format!("platform maintenance moves every replica of {app} (localplane only)")
         }
         Action::Enqueue { app, items } => format!("{items} item(s) enqueued on {app}'s queue"),
+        Action::JobStart { job } => format!("one execution of job {job} started"),
+        Action::JobStop { job } => format!("every running execution of job {job} stopped"),
     }
 }
 
@@ -353,7 +355,9 @@ pub fn check_text(c: &Check) -> String {
         }
         CheckKind::QueueItemsOnce
         | CheckKind::QueueDrainedWithin
-        | CheckKind::JobReplicasAtMost => job_check_text(c),
+        | CheckKind::JobReplicasAtMost
+        | CheckKind::JobExecutionsEnd
+        | CheckKind::JobReplicaExit => job_check_text(c),
         CheckKind::Unknown(_) => "unknown kind".to_owned(),
     };
     let scope = match (&c.step, &c.within) {
@@ -389,6 +393,28 @@ fn job_check_text(c: &Check) -> String {
             "job {job} finishes every item enqueued at most {} s after the first enqueue",
             n(c.max)
         ),
+        CheckKind::JobExecutionsEnd => format!(
+            "every execution of job {job} ends {}{}",
+            c.execution_status.as_deref().unwrap_or("?"),
+            c.replicas
+                .map(|r| format!(" after {r} replica(s)"))
+                .unwrap_or_default()
+        ),
+        CheckKind::JobReplicaExit => {
+            let since = match c.since.as_deref() {
+                Some("sigterm") => "its SIGTERM",
+                _ => "its start",
+            };
+            let code = c
+                .exit_code
+                .map(|x| format!(" with exit code {x}"))
+                .unwrap_or_default();
+            let when = match c.min {
+                Some(lo) => format!("{} to {} s", num(lo), n(c.max)),
+                None => format!("at most {} s", n(c.max)),
+            };
+            format!("every replica of job {job} ends{code} {when} after {since}")
+        }
         _ => format!("at most {} replica(s) of job {job} alive at once", n(c.max)),
     }
 }
@@ -477,19 +503,30 @@ fn jobs_text(o: &mut String, lab: &Lab) {
     if !lab.jobs.is_empty() {
         let _ = writeln!(o, "\njobs:");
         for j in &lab.jobs {
-            let e = &j.event;
+            let trigger = match j.trigger() {
+                Some(Trigger::Manual) => "started by `job-start`".to_owned(),
+                Some(Trigger::Schedule(s)) => format!("on schedule `{}` (UTC)", s.cron),
+                Some(Trigger::Event(e)) => format!(
+                    "event-driven from {}'s queue ({} item(s) per execution), polled every {} s, \
+                     {} to {} executions at once",
+                    e.queue_app,
+                    e.items_per_execution.unwrap_or(1),
+                    e.polling_seconds,
+                    e.min_executions,
+                    e.max_executions,
+                ),
+                None => "no single trigger".to_owned(),
+            };
+            let scope = match j.replica_timeout_scope {
+                Some(TimeoutScope::Execution) => " per execution (localplane tag)",
+                Some(TimeoutScope::Replica) | None => "",
+            };
             let _ = writeln!(
                 o,
-                "  - {}: {}, event-driven from {}'s queue ({} item(s) per execution), polled \
-                 every {} s, {} to {} executions at once, {} replica(s) each; replica timeout \
-                 {} s, {} retr{}",
+                "  - {}: {}, {trigger}, {} replica(s) per execution; replica timeout {} s{scope}, \
+                 {} retr{}",
                 j.name,
                 j.image,
-                e.queue_app,
-                e.items_per_execution.unwrap_or(1),
-                e.polling_seconds,
-                e.min_executions,
-                e.max_executions,
                 j.replicas_per_execution(),
                 j.replica_timeout_seconds,
                 j.replica_retry_limit,
@@ -505,11 +542,15 @@ fn jobs_text(o: &mut String, lab: &Lab) {
 
 /// The apps and the loads, one line each.
 fn apparatus(o: &mut String, lab: &Lab) {
-    let _ = writeln!(
-        o,
-        "\napps (on localplane, timings {}):",
-        lab.localplane_timings.meaning()
-    );
+    if lab.apps.is_empty() {
+        let _ = writeln!(o, "\napps: none (the jobs below are under test)");
+    } else {
+        let _ = writeln!(
+            o,
+            "\napps (on localplane, timings {}):",
+            lab.localplane_timings.meaning()
+        );
+    }
     for a in &lab.apps {
         let probes: Vec<String> = a
             .probes

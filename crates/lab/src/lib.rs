@@ -31,7 +31,7 @@ pub mod validate;
 pub use checks::{CheckKind, Need};
 pub use schema::{
     Action, App, Campaign, Check, EventTrigger, Hypothesis, Job, Lab, LabKind, Load,
-    LocalplaneTimings, Preconditions, Step,
+    LocalplaneTimings, ManualTrigger, Preconditions, ScheduleTrigger, Step, TimeoutScope, Trigger,
 };
 pub use validate::{Problem, Problems};
 

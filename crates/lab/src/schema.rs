@@ -8,7 +8,7 @@ use std::time::Duration;
 use labkit::config::parse_duration;
 use serde::{Deserialize, Serialize};
 
-pub use crate::job::{EventTrigger, Job};
+pub use crate::job::{EventTrigger, Job, ManualTrigger, ScheduleTrigger, TimeoutScope, Trigger};
 
 /// A whole lab, after its profile was applied.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -31,6 +31,8 @@ pub struct Lab {
     /// Phase name → run_id prefix(es), read by the analysis.
     #[serde(default)]
     pub phases: BTreeMap<String, toml::Value>,
+    /// `[[apps]]`: the container apps (a lab of jobs alone may have none).
+    #[serde(default)]
     pub apps: Vec<App>,
     /// `[[jobs]]`: Container Apps Jobs under test (see [`crate::job`]).
     #[serde(default)]
@@ -622,11 +624,18 @@ pub enum Action {
     /// `POST /queue?items=N` through the app's ingress: `items` work items for an event-driven
     /// job (the queue answers its totals, from which the run records the items' ids).
     Enqueue { app: String, items: u64 },
+    /// `POST .../jobs/<job>/start` (`az containerapp job start`): one execution of a `[[jobs]]`
+    /// entry; the run records its name.
+    JobStart { job: String },
+    /// `POST .../jobs/<job>/stop` (`az containerapp job stop`): every running execution of the
+    /// job is stopped; the run records their names.
+    JobStop { job: String },
 }
 
 impl Action {
-    pub fn app(&self) -> &str {
-        match self {
+    /// The app the action targets (`None` for a job action).
+    pub fn app(&self) -> Option<&str> {
+        Some(match self {
             Action::Rollout { app }
             | Action::Restart { app }
             | Action::Dependency { app, .. }
@@ -638,7 +647,21 @@ impl Action {
             | Action::Deactivate { app, .. }
             | Action::Maintenance { app }
             | Action::Enqueue { app, .. } => app,
+            Action::JobStart { .. } | Action::JobStop { .. } => return None,
+        })
+    }
+
+    /// The `[[jobs]]` entry the action targets (`None` for an app action).
+    pub fn job(&self) -> Option<&str> {
+        match self {
+            Action::JobStart { job } | Action::JobStop { job } => Some(job),
+            _ => None,
         }
+    }
+
+    /// What the action targets, app or job: for progress lines and records.
+    pub fn target(&self) -> &str {
+        self.app().or(self.job()).unwrap_or_default()
     }
 }
 

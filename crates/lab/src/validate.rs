@@ -286,8 +286,11 @@ fn names(v: &mut V, lab: &Lab) {
             }
         }
     }
-    if lab.apps.is_empty() {
-        v.top("apps", "a lab needs at least one [[apps]] entry");
+    if lab.apps.is_empty() && lab.jobs.is_empty() {
+        v.top(
+            "apps",
+            "a lab needs at least one [[apps]] or [[jobs]] entry: nothing is under test",
+        );
     }
     if lab.steps.is_empty() {
         v.top("steps", "a lab needs at least one [[steps]] entry");

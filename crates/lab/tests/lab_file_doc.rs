@@ -110,6 +110,8 @@ fn action_samples() -> Vec<Action> {
             app: app(),
             items: 1,
         },
+        Action::JobStart { job: "j".into() },
+        Action::JobStop { job: "j".into() },
     ];
     for s in &samples {
         // A new variant must get a sample above before this compiles.
@@ -124,7 +126,9 @@ fn action_samples() -> Vec<Action> {
             | Action::Traffic { .. }
             | Action::Deactivate { .. }
             | Action::Maintenance { .. }
-            | Action::Enqueue { .. } => {}
+            | Action::Enqueue { .. }
+            | Action::JobStart { .. }
+            | Action::JobStop { .. } => {}
         }
     }
     samples
@@ -207,6 +211,7 @@ fn every_table_of_the_lab_file_is_documented_key_by_key() {
     assert_documents(&docs, "Traffic entries", fields_of::<TrafficEntry>());
     assert_documents(&docs, "[[jobs]]", fields_of::<lab::Job>());
     assert_documents(&docs, "jobs.event", fields_of::<lab::EventTrigger>());
+    assert_documents(&docs, "jobs.schedule", fields_of::<lab::ScheduleTrigger>());
     assert_documents(&docs, "[[load]]", fields_of::<lab::Load>());
     assert_documents(&docs, "[[steps]]", fields_of::<lab::Step>());
     assert_documents(&docs, "[[checks]]", fields_of::<lab::Check>());

@@ -1163,7 +1163,7 @@ max = 3
 #[test]
 fn an_event_driven_job_loads_and_its_mistakes_are_named() {
     let l = ok(&job_lab("queue", "", ENQUEUE, JOB_CHECKS), "full");
-    assert_eq!(l.jobs[0].event.max_executions, 3);
+    assert_eq!(l.jobs[0].event_trigger().map(|e| e.max_executions), Some(3));
     assert_eq!(l.jobs[0].replicas_per_execution(), 1);
     for (text, want) in [
         (
@@ -1227,6 +1227,138 @@ fn an_event_driven_job_loads_and_its_mistakes_are_named() {
             job_lab("queue", "", ENQUEUE, JOB_CHECKS)
                 .replace("name = \"worker\"", "name = \"queue\""),
             "jobs[0].name (job \"queue\"): \"queue\" is also an app's name",
+        ),
+    ] {
+        let e = err(&text, "full");
+        assert!(e.contains(want), "want {want:?} in: {e}");
+    }
+}
+
+/// A lab of manual and scheduled jobs alone (no app): `trigger` (the `[[jobs]]` lines that set it),
+/// a `job-start` and a `job-stop` step, and `checks`.
+fn batch_lab(trigger: &str, checks: &str) -> String {
+    format!(
+        r#"
+title = "t"
+question = "q?"
+kind = "observation"
+[hypothesis]
+text = "h"
+[[jobs]]
+name = "batch"
+image = "probelab/subject:dev"
+replica_timeout_seconds = 60
+env = {{ APP_MODE = "batch", WORK_MS = "60000" }}
+{trigger}
+[[steps]]
+name = "start"
+phase = "run"
+duration = "5s"
+action = {{ kind = "job-start", job = "batch" }}
+[[steps]]
+name = "stop"
+phase = "run"
+duration = "40s"
+action = {{ kind = "job-stop", job = "batch" }}
+{checks}
+"#
+    )
+}
+
+const BATCH_CHECKS: &str = r#"
+[[checks]]
+name = "stopped"
+kind = "job_executions_end"
+job = "batch"
+step = "start"
+execution_status = "Stopped"
+replicas = 1
+[[checks]]
+name = "killed"
+kind = "job_replica_exit"
+job = "batch"
+step = "start"
+since = "sigterm"
+exit_code = 137
+min = 29
+max = 32
+"#;
+
+#[test]
+fn manual_and_scheduled_jobs_load_without_apps_and_their_mistakes_are_named() {
+    let l = ok(&batch_lab("manual = {}", BATCH_CHECKS), "full");
+    assert!(l.apps.is_empty());
+    assert_eq!(l.jobs[0].trigger(), Some(lab::Trigger::Manual));
+    let l = ok(
+        &batch_lab("[jobs.schedule]\ncron = \"*/1 * * * *\"", BATCH_CHECKS),
+        "full",
+    );
+    assert!(
+        matches!(l.jobs[0].trigger(), Some(lab::Trigger::Schedule(s)) if s.cron == "*/1 * * * *")
+    );
+    let bad_since = BATCH_CHECKS.replace("since = \"sigterm\"", "since = \"stop\"");
+    for (text, want) in [
+        (
+            batch_lab("", BATCH_CHECKS),
+            "jobs[0].manual (job \"batch\"): give exactly one trigger",
+        ),
+        (
+            batch_lab(
+                "manual = {}\n[jobs.schedule]\ncron = \"* * * * *\"",
+                BATCH_CHECKS,
+            ),
+            "give exactly one trigger",
+        ),
+        (
+            batch_lab("[jobs.schedule]\ncron = \"* * * *\"", BATCH_CHECKS),
+            "jobs[0].schedule.cron (job \"batch\"): \"* * * *\" has 4 field(s)",
+        ),
+        (
+            batch_lab("manual = {}", BATCH_CHECKS).replace("job = \"batch\" }", "job = \"bach\" }"),
+            "steps[0].action.job (step \"start\"): action targets undefined job \"bach\"",
+        ),
+        (
+            batch_lab(
+                "manual = {}",
+                &BATCH_CHECKS.replace("\"Stopped\"", "\"Running\""),
+            ),
+            "checks[0].execution_status (check \"stopped\"): \"Running\" is not a final execution status",
+        ),
+        (
+            batch_lab(
+                "manual = {}",
+                &BATCH_CHECKS.replace("replicas = 1", "replicas = 0"),
+            ),
+            "checks[0].replicas (check \"stopped\"): must be at least 1",
+        ),
+        (
+            batch_lab("manual = {}", &bad_since),
+            "checks[1].since (check \"killed\"): \"stop\" is not one of start, sigterm",
+        ),
+        (
+            batch_lab("manual = {}", &BATCH_CHECKS.replace("min = 29", "min = 33")),
+            "checks[1].max (check \"killed\"): 32 is below min 33",
+        ),
+        (
+            batch_lab("manual = {}", &BATCH_CHECKS.replace("max = 32\n", "")),
+            "checks[1].max (check \"killed\")",
+        ),
+        (
+            batch_lab("manual = {}", "")
+                .replace("[[jobs]]", "[[jobs]]\nreplica_timeout_scope = \"pod\""),
+            "replica_timeout_scope",
+        ),
+        (
+            batch_lab(
+                "manual = {}",
+                &BATCH_CHECKS
+                    .replace(
+                        "kind = \"job_executions_end\"",
+                        "kind = \"queue_items_once\"\nexecution_status = \"x\"",
+                    )
+                    .replace("execution_status = \"Stopped\"\n", ""),
+            ),
+            "job \"batch\" is not event-driven: no queue feeds it",
         ),
     ] {
         let e = err(&text, "full");

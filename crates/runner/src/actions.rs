@@ -15,7 +15,10 @@
 //! - `deactivate`: `POST .../revisions/<app>--<suffix>/deactivate`;
 //! - `maintenance`: `POST /localplane/apps/<app>/maintenance` (localplane's admin API), waited
 //!   for as a long-running operation;
-//! - `enqueue`: `POST <app>/queue?items=N`, the ids the queue answers kept in the record.
+//! - `enqueue`: `POST <app>/queue?items=N`, the ids the queue answers kept in the record;
+//! - `job-start`: one execution of a lab job (`POST .../jobs/<job>/start`), its name kept;
+//! - `job-stop`: every execution of the job that ARM lists as `Running` or `Processing` stopped
+//!   (`POST .../executions/<name>/stop` each), their names kept.
 //!
 //! HTTP actions reach the app's ingress from the host (its `fqdn`) with the run's
 //! `X-Simulate-Token`. A failure is recorded (`outcome: failed`), never fatal.
@@ -85,7 +88,7 @@ impl Actor {
         event: u32,
         cancel: CancellationToken,
     ) -> Vec<ActionRecord> {
-        let app = action.app().to_owned();
+        let app = action.target().to_owned();
         match action {
             Action::Rollout { .. } => vec![self.rollout(event, &app).await],
             Action::SetEnv { env, .. } => vec![self.set_env(event, &app, env).await],
@@ -122,7 +125,59 @@ impl Actor {
             }
             Action::Maintenance { .. } => vec![self.maintenance(event, &app).await],
             Action::Enqueue { items, .. } => vec![self.enqueue(event, &app, items).await],
+            Action::JobStart { job } => vec![self.job_start(event, &job).await],
+            Action::JobStop { job } => vec![self.job_stop(event, &job).await],
         }
+    }
+
+    /// `job-start`: one execution of `job`, as `az containerapp job start` starts it.
+    async fn job_start(&self, event: u32, job: &str) -> ActionRecord {
+        let t = &self.target;
+        let mut started = Vec::new();
+        let mut rec = self
+            .timed(event, "job-start", job, async {
+                let e = t.arm.start_job(&t.scope, job, None).await?;
+                started.push(e.name.clone());
+                Ok::<_, ActionFailure>((None, format!("execution {} started", e.name)))
+            })
+            .await;
+        rec.executions = started;
+        rec.as_job_action(job)
+    }
+
+    /// `job-stop`: every running execution of `job` stopped, one stop call each.
+    async fn job_stop(&self, event: u32, job: &str) -> ActionRecord {
+        let t = &self.target;
+        let mut stopped = Vec::new();
+        let mut rec = self
+            .timed(event, "job-stop", job, async {
+                let running: Vec<String> = t
+                    .arm
+                    .list_executions(&t.scope, job)
+                    .await?
+                    .into_iter()
+                    .filter(|e| {
+                        matches!(
+                            e.properties.status.as_ref().map(|s| s.as_str()),
+                            Some("Running" | "Processing")
+                        )
+                    })
+                    .map(|e| e.name)
+                    .collect();
+                if running.is_empty() {
+                    return Err(ActionFailure::from(format!(
+                        "job {job} has no running execution to stop"
+                    )));
+                }
+                for name in &running {
+                    t.arm.stop_execution(&t.scope, job, name).await?;
+                    stopped.push(name.clone());
+                }
+                Ok((None, format!("stopped {}", running.join(", "))))
+            })
+            .await;
+        rec.executions = stopped;
+        rec.as_job_action(job)
     }
 
     /// `rollout`: the app's next `ROLLOUT_GENERATION` on its container (a new revision).
@@ -424,6 +479,8 @@ impl Actor {
             detail,
             perturbation_id: None,
             items: Vec::new(),
+            job: None,
+            executions: Vec::new(),
         }
     }
 

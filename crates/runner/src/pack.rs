@@ -167,7 +167,7 @@ mod tests {
                     dur_ms: 5,
                     detail: "d".into(),
                     perturbation_id: Some("perturbation-event-1-20260101T000000Z".into()),
-                    items: Vec::new(),
+                    ..Default::default()
                 }],
             }],
         };

@@ -363,7 +363,9 @@ async fn orchestrate(
     };
     let token = random_token();
     let names: Vec<String> = lab.apps.iter().map(|a| a.name.clone()).collect();
-    progress.line(&format!("deploying apps: {}", names.join(", ")));
+    if !names.is_empty() {
+        progress.line(&format!("deploying apps: {}", names.join(", ")));
+    }
     cancellable(
         cancel,
         deploy::apps(&t, lab, &record.lab, Some(&token), &location),
@@ -372,7 +374,9 @@ async fn orchestrate(
     let awaited = deploy::awaited_apps(lab);
     cancellable(cancel, deploy::wait_ready(&t, &awaited, opts.ready_timeout)).await?;
     cancellable(cancel, deploy::wait_serving(&t, lab, opts.ready_timeout)).await?;
-    if awaited.len() == names.len() {
+    if names.is_empty() {
+        progress.line("no app to deploy: the lab's jobs are under test");
+    } else if awaited.len() == names.len() {
         progress.line("every app is ready and every load target serves");
     } else {
         let not: Vec<&str> = names

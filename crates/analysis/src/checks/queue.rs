@@ -104,8 +104,12 @@ fn queue_app<'a>(c: &CheckSpec, lab: &'a LabFile) -> Result<(&'a str, &'a str), 
     lab.jobs
         .iter()
         .find(|j| &j.name == job)
-        .map(|j| (j.name.as_str(), j.event.queue_app.as_str()))
         .ok_or_else(|| invalid(format!("job {job:?} is not in the lab file's [[jobs]]")))
+        .and_then(|j| {
+            j.event_trigger()
+                .map(|e| (j.name.as_str(), e.queue_app.as_str()))
+                .ok_or_else(|| invalid(format!("job {job:?} has no event trigger: no queue")))
+        })
 }
 
 /// What both queue checks read: the job, its queue app, the items enqueued in scope and what

@@ -95,7 +95,16 @@ fn job_refs(v: &mut V, lab: &Lab, i: usize, c: &Check, job: &str, step: Option<&
     ) {
         return;
     }
-    let enqueues = |s: &Step| matches!(&s.action, Some(Action::Enqueue { app, .. }) if *app == j.event.queue_app);
+    let Some(e) = j.event_trigger() else {
+        v.push(
+            k("job"),
+            item,
+            format!("job {job:?} is not event-driven: no queue feeds it"),
+        );
+        return;
+    };
+    let enqueues =
+        |s: &Step| matches!(&s.action, Some(Action::Enqueue { app, .. }) if *app == e.queue_app);
     let found = match step {
         Some(s) => enqueues(s),
         None => lab.steps.iter().any(enqueues),
@@ -107,9 +116,48 @@ fn job_refs(v: &mut V, lab: &Lab, i: usize, c: &Check, job: &str, step: Option<&
             format!(
                 "no `enqueue` on {:?} (job {job:?}'s queue app) in {}: the check would judge no \
                  item",
-                j.event.queue_app,
+                e.queue_app,
                 step.map_or("the lab".to_owned(), |s| format!("step {:?}", s.name))
             ),
+        );
+    }
+}
+
+/// A job check's status, replica count, `since` and time bounds are ones it can judge.
+fn job_values(v: &mut V, k: &dyn Fn(&str) -> String, item: &Option<String>, c: &Check) {
+    use crate::checks::{FINAL_EXECUTION_STATUSES, REPLICA_EXIT_SINCE};
+    if let Some(st) = &c.execution_status
+        && !FINAL_EXECUTION_STATUSES.contains(&st.as_str())
+    {
+        v.push(
+            k("execution_status"),
+            item.clone(),
+            format!(
+                "{st:?} is not a final execution status ({})",
+                FINAL_EXECUTION_STATUSES.join(", ")
+            ),
+        );
+    }
+    if c.replicas == Some(0) {
+        v.push(k("replicas"), item.clone(), "must be at least 1");
+    }
+    if let Some(x) = &c.since
+        && !REPLICA_EXIT_SINCE.contains(&x.as_str())
+    {
+        v.push(
+            k("since"),
+            item.clone(),
+            format!("{x:?} is not one of {}", REPLICA_EXIT_SINCE.join(", ")),
+        );
+    }
+    if c.kind == CheckKind::JobReplicaExit
+        && let (Some(lo), Some(hi)) = (c.min, c.max)
+        && lo > hi
+    {
+        v.push(
+            k("max"),
+            item.clone(),
+            format!("{hi} is below min {lo}: no replica could pass"),
         );
     }
 }
@@ -190,7 +238,7 @@ fn check_refs(v: &mut V, lab: &Lab, i: usize, c: &Check) {
     }
     if c.kind == CheckKind::ActionFailed
         && let (Some(s), Some(app)) = (step, &c.app)
-        && s.action.as_ref().is_none_or(|a| a.app() != app)
+        && s.action.as_ref().is_none_or(|a| a.target() != app)
     {
         v.push(
             k("step"),
@@ -270,6 +318,7 @@ fn check_ranges(v: &mut V, i: usize, c: &Check) {
     if c.kind == CheckKind::ClientsMoved {
         moved_bounds(v, &k, &item, c);
     }
+    job_values(v, &k, &item, c);
     if matches!(
         c.kind,
         CheckKind::ErrorRateBetween | CheckKind::ServedShareBetween

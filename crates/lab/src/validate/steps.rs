@@ -75,12 +75,18 @@ pub(super) fn steps(v: &mut V, lab: &Lab) {
 }
 
 fn action_problems(v: &mut V, lab: &Lab, key: &str, item: &Option<String>, a: &Action) {
-    if lab.app(a.app()).is_none() {
-        v.push(
+    match (a.app(), a.job()) {
+        (Some(app), _) if lab.app(app).is_none() => v.push(
             format!("{key}.app"),
             item.clone(),
-            format!("action targets undefined app {:?}", a.app()),
-        );
+            format!("action targets undefined app {app:?}"),
+        ),
+        (_, Some(job)) if lab.job(job).is_none() => v.push(
+            format!("{key}.job"),
+            item.clone(),
+            format!("action targets undefined job {job:?} (a [[jobs]] entry)"),
+        ),
+        _ => {}
     }
     match a {
         Action::Dependency {
@@ -220,8 +226,8 @@ fn revision_action<'a>(
 ) {
     let item = named("step", &step.name);
     let key = format!("steps[{i}].action");
-    let Some(app) = lab.app(action.app()) else {
-        return; // reported by action_problems
+    let Some(app) = action.app().and_then(|a| lab.app(a)) else {
+        return; // reported by action_problems, or a job action
     };
     let multiple = |v: &mut V, what: &str| {
         if app.revisions_mode != RevisionsMode::Multiple {
