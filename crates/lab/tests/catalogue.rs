@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 31] = [
+const CATALOGUE: [&str; 35] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -39,6 +39,10 @@ const CATALOGUE: [&str; 31] = [
     "sticky-rollout-immediate-exit",
     "job-event-drain",
     "job-event-drain-backlog",
+    "job-retries-timeout",
+    "job-retries-timeout-execution-deadline",
+    "job-stop-grace",
+    "job-stop-grace-short-cleanup",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {
