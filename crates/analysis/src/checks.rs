@@ -63,8 +63,9 @@
 //!   max]` (`clients_moved`).
 //! - `queue_items_once`, `queue_drained_within`, `job_replicas_at_most`: an event-driven job's
 //!   items and replicas, from its workers' lines and the `enqueue` actions (`queue`).
-//! - `job_executions_end`, `job_replica_exit`: how a job's executions and replicas ended, from
-//!   ARM's executions list and the job's system rows, cross-checked (`job_executions`).
+//! - `job_executions_end`, `job_replica_exit`, `job_executions_at_once`: how a job's executions
+//!   and replicas ended and how many ran at once, from ARM's executions list and the job's
+//!   system rows, cross-checked (`job_executions`).
 
 mod clients_moved;
 mod events;
@@ -170,6 +171,7 @@ fn one(lab: &LabFile, c: &CheckSpec, inp: &Inputs) -> CheckResult {
             K::JobReplicasAtMost => queue::replicas_at_most(c, runs, inp.acc),
             K::JobExecutionsEnd => job_executions::executions_end(c, runs, inp.acc),
             K::JobReplicaExit => job_executions::replica_exit(c, runs, inp.acc),
+            K::JobExecutionsAtOnce => job_executions::executions_at_once(c, runs, inp.acc),
             K::Unknown(k) => invalid(format!(
                 "unknown check kind {k:?} (known: {})",
                 KINDS.join(", ")

@@ -22,7 +22,7 @@ fn at(s: f64) -> String {
 }
 
 /// One replica of execution `exec` of job `batch`: started at `start_s`, SIGTERM line at
-/// `sigterm_s` (if any), terminated at `end_s` with `code`.
+/// `sigterm_s` (if any), terminated at `end_s` with `code` (no end row when `end_s` is NaN).
 struct Rep {
     exec: &'static str,
     name: &'static str,
@@ -95,6 +95,14 @@ min = 29
 max = 32
 
 [[checks]]
+name = "two at once"
+kind = "job_executions_at_once"
+job = "batch"
+step = "run"
+min = 2
+max = 2
+
+[[checks]]
 name = "exits 1 within 5 s"
 kind = "job_replica_exit"
 job = "batch"
@@ -118,16 +126,18 @@ fn pack(reps: &[Rep], ticks: &[(f64, &str, &str)]) -> Analysis {
             "ContainerStarted",
             "Started container 'batch'",
         ));
-        rows.push(system_row(
-            r.end_s,
-            r.exec,
-            r.name,
-            "ContainerTerminated",
-            &format!(
-                "Container 'batch' was terminated with exit code '{}'",
-                r.code
-            ),
-        ));
+        if !r.end_s.is_nan() {
+            rows.push(system_row(
+                r.end_s,
+                r.exec,
+                r.name,
+                "ContainerTerminated",
+                &format!(
+                    "Container 'batch' was terminated with exit code '{}'",
+                    r.code
+                ),
+            ));
+        }
         if let Some(s) = r.sigterm_s {
             lines.push(format!(
                 r#"{{"kind":"subject","ts":"{}","event":"SIGTERM_RECEIVED","app":"batch","revision":"{}","replica":"{}"}}"#,
@@ -271,4 +281,54 @@ fn a_kill_is_timed_from_the_replicas_own_sigterm_line() {
     assert_eq!(status(&a, "killed 29 to 32 s after SIGTERM"), Status::Fail);
     let a = pack(&stopped(None, 38.0, 137), st);
     assert_eq!(status(&a, "killed 29 to 32 s after SIGTERM"), Status::Fail);
+}
+
+#[test]
+fn executions_at_once_are_counted_from_their_rows_on_both_sides() {
+    let exec = |exec: &'static str, name: &'static str, start_s: f64, end_s: f64| Rep {
+        exec,
+        name,
+        start_s,
+        sigterm_s: None,
+        end_s,
+        code: 0,
+    };
+    let ok = &[(2.0, "batch-a", "Running"), (50.0, "batch-a", "Succeeded")];
+    // The second starts 10 s before the first ends: 2 at once.
+    let a = pack(
+        &[
+            exec("batch-a", "batch-a-1", 2.0, 22.0),
+            exec("batch-b", "batch-b-1", 12.0, 32.0),
+        ],
+        ok,
+    );
+    assert_eq!(status(&a, "two at once"), Status::Pass);
+    // The second starts as the first ends: never 2 at once.
+    let a = pack(
+        &[
+            exec("batch-a", "batch-a-1", 2.0, 22.0),
+            exec("batch-b", "batch-b-1", 22.0, 42.0),
+        ],
+        ok,
+    );
+    assert_eq!(status(&a, "two at once"), Status::Fail);
+    // Three overlapping: above the max.
+    let a = pack(
+        &[
+            exec("batch-a", "batch-a-1", 2.0, 22.0),
+            exec("batch-b", "batch-b-1", 12.0, 32.0),
+            exec("batch-c", "batch-c-1", 15.0, 40.0),
+        ],
+        ok,
+    );
+    assert_eq!(status(&a, "two at once"), Status::Fail);
+    // A replica without an end row runs to the end of what was read: it overlaps the next.
+    let a = pack(
+        &[
+            exec("batch-a", "batch-a-1", 2.0, f64::NAN),
+            exec("batch-b", "batch-b-1", 30.0, 40.0),
+        ],
+        ok,
+    );
+    assert_eq!(status(&a, "two at once"), Status::Pass);
 }

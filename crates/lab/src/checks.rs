@@ -85,6 +85,11 @@ pub enum CheckKind {
     /// `ContainerStarted` row (`start`, default) or its own `SIGTERM_RECEIVED` line (`sigterm`),
     /// e.g. killed at a `replicaTimeout` or at the fixed grace after a stop. [Observed]
     JobReplicaExit,
+    /// Executions of `job` started in scope that ran at once (each from its first replica's
+    /// `ContainerStarted` row to its last replica's `ContainerTerminated` row) number at least
+    /// `min` and at most `max` (either may be left out, not both): scheduled executions that
+    /// overlap, or an event trigger's cap. [Observed]
+    JobExecutionsAtOnce,
     /// A `kind` this version does not know (rejected by `lab::load`).
     Unknown(String),
 }
@@ -233,8 +238,22 @@ const STATES: &[Param] = &[
     MIN_COUNT,
 ];
 
+/// `job_executions_at_once`'s parameters.
+const JOB_AT_ONCE: &[Param] = &[
+    req("job", "the [[jobs]] entry whose executions' rows are read"),
+    opt(
+        "step",
+        "the step in which the executions started (default: the whole run)",
+    ),
+    opt(
+        "min",
+        "at least this many ran at once (a whole number >= 1; min or max or both)",
+    ),
+    opt("max", "at most this many ran at once (>= 0)"),
+];
+
 /// Every known kind, in the order the docs list them.
-pub const ALL: [CheckKind; 21] = [
+pub const ALL: [CheckKind; 22] = [
     CheckKind::StatusSeen,
     CheckKind::NoErrors,
     CheckKind::ErrorsAtLeast,
@@ -256,6 +275,7 @@ pub const ALL: [CheckKind; 21] = [
     CheckKind::JobReplicasAtMost,
     CheckKind::JobExecutionsEnd,
     CheckKind::JobReplicaExit,
+    CheckKind::JobExecutionsAtOnce,
 ];
 
 /// The `kind` names of [`ALL`].
@@ -281,6 +301,7 @@ pub const KINDS: &[&str] = &[
     "job_replicas_at_most",
     "job_executions_end",
     "job_replica_exit",
+    "job_executions_at_once",
 ];
 
 impl CheckKind {
@@ -308,6 +329,7 @@ impl CheckKind {
             CheckKind::JobReplicasAtMost => "job_replicas_at_most",
             CheckKind::JobExecutionsEnd => "job_executions_end",
             CheckKind::JobReplicaExit => "job_replica_exit",
+            CheckKind::JobExecutionsAtOnce => "job_executions_at_once",
             CheckKind::Unknown(s) => s,
         }
     }
@@ -384,6 +406,7 @@ impl CheckKind {
             CheckKind::JobReplicasAtMost => JOB_REPLICAS,
             CheckKind::JobExecutionsEnd => JOB_END,
             CheckKind::JobReplicaExit => JOB_EXIT,
+            CheckKind::JobExecutionsAtOnce => JOB_AT_ONCE,
             CheckKind::Unknown(_) => &[],
         }
     }

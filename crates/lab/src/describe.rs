@@ -357,7 +357,8 @@ pub fn check_text(c: &Check) -> String {
         | CheckKind::QueueDrainedWithin
         | CheckKind::JobReplicasAtMost
         | CheckKind::JobExecutionsEnd
-        | CheckKind::JobReplicaExit => job_check_text(c),
+        | CheckKind::JobReplicaExit
+        | CheckKind::JobExecutionsAtOnce => job_check_text(c),
         CheckKind::Unknown(_) => "unknown kind".to_owned(),
     };
     let scope = match (&c.step, &c.within) {
@@ -414,6 +415,9 @@ fn job_check_text(c: &Check) -> String {
                 None => format!("at most {} s", n(c.max)),
             };
             format!("every replica of job {job} ends{code} {when} after {since}")
+        }
+        CheckKind::JobExecutionsAtOnce => {
+            format!("{} execution(s) of job {job} run at once", bounds_text(c))
         }
         _ => format!("at most {} replica(s) of job {job} alive at once", n(c.max)),
     }

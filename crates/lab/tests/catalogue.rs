@@ -7,7 +7,7 @@ fn labs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../labs")
 }
 
-const CATALOGUE: [&str; 35] = [
+const CATALOGUE: [&str; 37] = [
     "startup-degraded",
     "startup-degraded-misconfigured",
     "dependency-coupled-probes",
@@ -43,6 +43,8 @@ const CATALOGUE: [&str; 35] = [
     "job-retries-timeout-execution-deadline",
     "job-stop-grace",
     "job-stop-grace-short-cleanup",
+    "job-schedule-overlap",
+    "job-schedule-overlap-short-work",
 ];
 
 fn total(lab: &lab::Lab) -> Duration {

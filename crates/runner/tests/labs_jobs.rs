@@ -19,14 +19,18 @@
 //! `job-stop-grace-short-cleanup` (10 s of cleanup) must be `falsified` by exactly the kill
 //! check.
 //!
+//! `job-schedule-overlap` must end `held`: a job every minute whose executions work 80 s runs 2
+//! at once, never 3. Its control `job-schedule-overlap-short-work` (40 s, under the period) must
+//! be `falsified` by exactly that check.
+//!
 //! Docker must be reachable (these tests fail loudly otherwise, unless
 //! `PROBELAB_SKIP_DOCKER=1`), and the images `probelab/<name>:dev` must exist.
 //!
 //! Why they may share the machine (nextest group `platform`): what they judge is counts (items,
 //! replicas, exit codes, statuses), a drain time with a whole polling round of slack (the lab
 //! drains in about 17 s against 30; the control needs about 50), and kill times with at least a
-//! second of slack (a 5 s timeout judged from 4 to 8 s, a 30 s grace from 29 to 32 s), not
-//! latency; each runs its own localplane, Docker network and containers.
+//! second of slack (a 5 s timeout judged from 4 to 8 s, a 30 s grace from 29 to 32 s) and
+//! overlaps of 20 s, not latency; each runs its own localplane, Docker network and containers.
 
 mod common;
 
@@ -87,4 +91,23 @@ async fn job_stop_grace_short_cleanup_is_falsified() {
         return;
     };
     assert_falsified_by(lab, &o, &["the replica is killed 30 s after its SIGTERM"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_schedule_overlap_quick_holds() {
+    let lab = "job-schedule-overlap";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_held(lab, &o);
+    print_checks(lab, &o);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_schedule_overlap_short_work_is_falsified() {
+    let lab = "job-schedule-overlap-short-work";
+    let Some((o, _dir)) = run_checked(lab).await else {
+        return;
+    };
+    assert_falsified_by(lab, &o, &["2 executions run at once, never 3"]);
 }

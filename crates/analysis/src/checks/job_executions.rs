@@ -7,6 +7,8 @@
 //! - `job_replica_exit`: every replica started in scope ended (`ContainerTerminated`) with
 //!   `exit_code` when given, within `[min, max]` s of `since` (its `ContainerStarted` row, or its
 //!   own `SIGTERM_RECEIVED` line).
+//! - `job_executions_at_once`: the executions started in scope that ran at once, by their rows,
+//!   within `[min, max]`; ARM's most `Running` at one tick is reported beside it.
 //!
 //! [Observed]: the platform's own records.
 
@@ -15,6 +17,7 @@ use serde_json::json;
 
 use super::{Eval, invalid, judged, scope};
 use crate::job_executions::{self, Execution, RowsOutcome};
+use crate::job_replicas;
 use crate::lab::CheckSpec;
 use crate::model::Acc;
 use crate::runs::RunsRecord;
@@ -252,4 +255,105 @@ pub(super) fn replica_exit(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval 
         }),
         ends.into_iter().map(|e| e.line).collect(),
     )
+}
+
+/// Evaluates `job_executions_at_once`: each execution alive from its first replica's start row
+/// to its last replica's end row (to the end of the scope, or the last row read, while one of
+/// its replicas has no end row).
+pub(super) fn executions_at_once(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
+    if c.min.is_none() && c.max.is_none() {
+        return invalid("job_executions_at_once needs `min`, `max` or both");
+    }
+    let (ex, what) = match in_scope(c, runs, acc) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let (_, to, _) = match scope(c, runs) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let last_row = acc.system.iter().map(|r| r.ts_ms).max().unwrap_or(0);
+    let open_end = to.unwrap_or(last_row).max(last_row);
+    let mut spans: job_replicas::Spans = std::collections::BTreeMap::new();
+    let mut unseen = Vec::new();
+    for e in &ex {
+        let starts = e.replicas.iter().filter_map(|r| r.started_ms).min();
+        let Some(start) = starts else {
+            unseen.push(e.name.as_str());
+            continue;
+        };
+        let end = if e.replicas.iter().any(|r| r.ended_ms.is_none()) {
+            open_end
+        } else {
+            e.replicas
+                .iter()
+                .filter_map(|r| r.ended_ms)
+                .max()
+                .unwrap_or(start)
+        };
+        spans.insert(e.name.as_str(), (start, end.max(start)));
+    }
+    if spans.is_empty() {
+        return invalid(format!(
+            "no execution of job {} in {what} has a ContainerStarted row",
+            c.job.as_deref().unwrap_or("?")
+        ));
+    }
+    let (most, at) = job_replicas::most_at_once(&spans);
+    let arm_most = arm_running_at_once(acc, &ex);
+    let ok = c.min.is_none_or(|m| most as f64 >= m) && c.max.is_none_or(|m| most as f64 <= m);
+    let job = c.job.as_deref().unwrap_or("?");
+    let bounds = match (c.min, c.max) {
+        (Some(a), Some(b)) if a == b => format!("{a}"),
+        (Some(a), Some(b)) => format!("{a} to {b}"),
+        (Some(a), None) => format!("at least {a}"),
+        (None, Some(b)) => format!("at most {b}"),
+        (None, None) => "?".to_owned(),
+    };
+    let rows: Vec<String> = spans
+        .iter()
+        .map(|(name, (a, b))| format!("{name}: {} to {}", iso_ms(*a), iso_ms(*b)))
+        .collect();
+    judged(
+        ok,
+        format!(
+            "{} execution(s) of job {job} in {what}; at most {most} ran at once{} by their \
+             rows (expected {bounds}); ARM listed at most {arm_most} Running at one tick{}",
+            spans.len(),
+            at.map(|t| format!(", first at {}", iso_ms(t)))
+                .unwrap_or_default(),
+            if unseen.is_empty() {
+                String::new()
+            } else {
+                format!("; without rows: {}", unseen.join(", "))
+            }
+        ),
+        json!({
+            "job": job,
+            "executions": spans.len(),
+            "most_at_once": most,
+            "at": at.map(iso_ms),
+            "arm_most_running": arm_most,
+            "min": c.min,
+            "max": c.max,
+        }),
+        rows,
+    )
+}
+
+/// The most of `ex` that one sampler tick listed as `Running` or `Processing`.
+fn arm_running_at_once(acc: &Acc, ex: &[Execution]) -> usize {
+    let names: std::collections::BTreeSet<&str> = ex.iter().map(|e| e.name.as_str()).collect();
+    let mut per_tick: std::collections::BTreeMap<(Option<&str>, i64), usize> =
+        std::collections::BTreeMap::new();
+    for s in &acc.executions {
+        if names.contains(s.execution.as_str())
+            && matches!(s.status.as_str(), "Running" | "Processing")
+        {
+            *per_tick
+                .entry((s.perturbation_id.as_deref(), s.ts.epoch_ms()))
+                .or_default() += 1;
+        }
+    }
+    per_tick.values().copied().max().unwrap_or(0)
 }

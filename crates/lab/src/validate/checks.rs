@@ -248,13 +248,13 @@ fn check_refs(v: &mut V, lab: &Lab, i: usize, c: &Check) {
     }
 }
 
-/// `clients_moved`: a bound, and one that some count passes.
-fn moved_bounds(v: &mut V, k: &dyn Fn(&str) -> String, item: &Option<String>, c: &Check) {
+/// `clients_moved`, `job_executions_at_once`: a bound, and one that some count passes.
+fn count_bounds(v: &mut V, k: &dyn Fn(&str) -> String, item: &Option<String>, c: &Check) {
     match (c.min, c.max) {
         (None, None) => v.push(
             k("min"),
             item.clone(),
-            "set min, max or both: a count of moved clients with no bound cannot fail",
+            "set min, max or both: a count with no bound cannot fail",
         ),
         (Some(lo), Some(hi)) if lo > hi => v.push(
             k("max"),
@@ -315,8 +315,11 @@ fn check_ranges(v: &mut V, i: usize, c: &Check) {
             format!("{hi} is below min {lo}: no response time could pass"),
         );
     }
-    if c.kind == CheckKind::ClientsMoved {
-        moved_bounds(v, &k, &item, c);
+    if matches!(
+        c.kind,
+        CheckKind::ClientsMoved | CheckKind::JobExecutionsAtOnce
+    ) {
+        count_bounds(v, &k, &item, c);
     }
     job_values(v, &k, &item, c);
     if matches!(
