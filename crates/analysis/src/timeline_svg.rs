@@ -346,6 +346,9 @@ impl<'a> Scene<'a> {
 struct Layout {
     title_h: f64,
     band_top: f64,
+    /// Whether the errors, latency and responses panels are drawn: not for a lab without a
+    /// load whose logs hold no window (a lab of jobs alone), where they could only be empty.
+    load_panels: bool,
     p_err: Panel,
     p_lat: Panel,
     p_share: Panel,
@@ -365,9 +368,14 @@ impl Layout {
         let band_top = title_h + 18.0;
         let band_h = 20.0;
         let gap = 20.0;
+        let load_panels = !sc.a.lab.load.is_empty() || !sc.rows.is_empty();
+        // Without them, the three load panels take no room (no height, no gap after them) and
+        // the replica panel follows the step band at one gap.
+        let h = |full: f64| if load_panels { full } else { 0.0 };
+        let after = h(gap);
         let p_err = Panel {
             top: band_top + band_h + gap,
-            h: 130.0,
+            h: h(130.0),
             ymax: sc
                 .all
                 .iter()
@@ -384,8 +392,8 @@ impl Layout {
                 * 1.1,
         };
         let p_lat = Panel {
-            top: p_err.top + p_err.h + gap,
-            h: 110.0,
+            top: p_err.top + p_err.h + after,
+            h: h(110.0),
             ymax: sc
                 .all
                 .iter()
@@ -394,8 +402,8 @@ impl Layout {
                 * 1.1,
         };
         let p_share = Panel {
-            top: p_lat.top + p_lat.h + gap,
-            h: 100.0,
+            top: p_lat.top + p_lat.h + after,
+            h: h(100.0),
             ymax: 100.0,
         };
         let rep_max = sc
@@ -405,7 +413,7 @@ impl Layout {
             .flat_map(|(_, pts)| pts.iter().filter(|p| sc.ax.inside(p.0)).map(|p| p.1))
             .fold(1.0, f64::max);
         let p_rep = Panel {
-            top: p_share.top + p_share.h + gap,
+            top: p_share.top + p_share.h + after,
             h: 90.0,
             ymax: rep_max + 1.0,
         };
@@ -417,6 +425,7 @@ impl Layout {
         Layout {
             title_h,
             band_top,
+            load_panels,
             p_err,
             p_lat,
             p_share,
@@ -439,10 +448,12 @@ pub fn render(a: &Analysis, t0: i64, t1: i64, id: &str, title: &str) -> String {
     header(&mut svg, &sc, &lay, id, title);
     step_bands(&mut svg, &sc, &lay);
     time_axis(&mut svg, &sc, &lay);
-    err_panel(&mut svg, &sc, &lay);
-    latency_panel(&mut svg, &sc, &lay);
     let colours = revision_colours(&sc);
-    share_panel(&mut svg, &sc, &lay, &colours);
+    if lay.load_panels {
+        err_panel(&mut svg, &sc, &lay);
+        latency_panel(&mut svg, &sc, &lay);
+        share_panel(&mut svg, &sc, &lay, &colours);
+    }
     replica_panel(&mut svg, &sc, &lay, &colours);
     system_strip(&mut svg, &sc, &lay);
     // Without runs.json the samplers' windows bracket the perturbations; with it, a lab without
@@ -536,7 +547,11 @@ fn time_axis(svg: &mut String, sc: &Scene, lay: &Layout) {
         let _ = write!(
             svg,
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#ddd"/><line x1="{x:.1}" y1="{axis_y:.1}" x2="{x:.1}" y2="{:.1}" stroke="#333"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            lay.p_err.top,
+            if lay.load_panels {
+                lay.p_err.top
+            } else {
+                lay.p_rep.top
+            },
             axis_y,
             axis_y + 5.0,
             axis_y + 17.0,

@@ -332,3 +332,23 @@ fn executions_at_once_are_counted_from_their_rows_on_both_sides() {
     );
     assert_eq!(status(&a, "two at once"), Status::Pass);
 }
+
+/// A lab of jobs alone (no `[[load]]`, no window): the timeline leaves out the errors, latency
+/// and responses panels, which could only be empty, and draws the replicas the rows show, each
+/// execution's ARM statuses as a strip row, and the system rows.
+#[test]
+fn a_jobs_only_timeline_draws_replicas_and_statuses_without_empty_load_panels() {
+    let a = pack(&failing(3, 1.0, 1), FAILED);
+    let svg = analysis::timeline_svg::lab(&a).unwrap();
+    let panels: Vec<&str> = svg
+        .match_indices(r#"data-panel=""#)
+        .map(|(i, m)| {
+            let rest = &svg[i + m.len()..];
+            &rest[..rest.find('"').unwrap()]
+        })
+        .collect();
+    assert_eq!(panels, ["replicas", "system-events"], "{panels:?}");
+    assert!(svg.contains("batch/job replicas (system rows)"));
+    assert!(svg.contains(">execution status (ARM)<"));
+    assert!(svg.contains(r#"class="execution-status""#) && svg.contains(">Failed<"));
+}

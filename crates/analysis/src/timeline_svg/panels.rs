@@ -116,12 +116,16 @@ pub(super) fn revision_colours(sc: &Scene) -> BTreeMap<String, &'static str> {
 /// What a replica series is coloured by: its revision (after `<app>/`, so a revision has one
 /// colour in every panel), or the whole key of a job's series (one colour per job and source).
 fn colour_key(key: &str) -> &str {
-    let job = key.ends_with(crate::timeline_series::JOB_SERIES)
-        || key.ends_with(crate::timeline_series::JOB_ROWS_SERIES);
     match key.split_once('/') {
-        Some((_, rev)) if !job => rev,
+        Some((_, rev)) if !is_job_series(key) => rev,
         _ => key,
     }
+}
+
+/// Whether a replica series is a job's (`<job>/job replicas (...)`), not a revision's.
+fn is_job_series(key: &str) -> bool {
+    key.ends_with(crate::timeline_series::JOB_SERIES)
+        || key.ends_with(crate::timeline_series::JOB_ROWS_SERIES)
 }
 
 /// The colour of `rev` in `colours` (grey for a revision without one).
@@ -188,17 +192,19 @@ pub(super) fn replica_panel(
     colours: &BTreeMap<String, &'static str>,
 ) {
     let (ax, p_rep) = (&sc.ax, &lay.p_rep);
-    let jobs = sc.replicas.keys().any(|k| {
-        k.ends_with(crate::timeline_series::JOB_SERIES)
-            || k.ends_with(crate::timeline_series::JOB_ROWS_SERIES)
-    });
+    let jobs = sc.replicas.keys().any(|k| is_job_series(k));
     panel_frame(
         svg,
         p_rep,
         "replicas",
-        "replicas by revision",
         if jobs {
-            "sampler; jobs: workers' lines, system rows"
+            "replicas"
+        } else {
+            "replicas by revision"
+        },
+        // The legend names each job series' source (rows or lines).
+        if jobs {
+            "by revision, by job"
         } else {
             "sampler's inventory"
         },
@@ -208,6 +214,9 @@ pub(super) fn replica_panel(
     for (key, execs) in &sc.replicas {
         let rev = colour_key(key);
         let color = colour_of(colours, rev);
+        // A sampler's counts are per tick: a gap of a minute is a missing sample and breaks
+        // the line. A job's counts change only when a replica starts or ends: no gap is one.
+        let max_gap = if is_job_series(key) { i64::MAX } else { 60_000 };
         let mut any = false;
         for (_, pts) in execs {
             any |= pts.iter().any(|p| ax.inside(p.0));
@@ -224,7 +233,7 @@ pub(super) fn replica_panel(
                 ax,
                 p_rep,
                 &stepped,
-                60_000,
+                max_gap,
                 &format!(
                     r#"stroke="{color}" stroke-width="1.6" data-revision="{}""#,
                     esc(rev)
