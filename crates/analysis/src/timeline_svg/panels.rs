@@ -252,6 +252,9 @@ pub(super) fn replica_panel(
     let _ = write!(svg, "</g>");
 }
 
+/// How far right of its dot an execution status label may be pushed by the label before it.
+const MAX_LABEL_SHIFT: f64 = 12.0;
+
 /// The system events strip: one row per reason, each dot centred on its row's label.
 pub(super) fn system_strip(svg: &mut String, sc: &Scene, lay: &Layout) {
     let (strip_top, strip_h, row_h) = (lay.strip_top, lay.strip_h, lay.row_h);
@@ -302,8 +305,13 @@ pub(super) fn system_strip(svg: &mut String, sc: &Scene, lay: &Layout) {
                 )),
                 _ => None,
             };
-            if let Some((class, text)) = label {
-                let x = (sc.ax.x(e.ts_ms) + 5.0).max(label_end + 4.0);
+            // Executions come many at a time: a status label pushed far from its dot by the one
+            // before would name the wrong dot, so it is left out (the dot's tooltip still says
+            // it). The other rows' labels change seldom and are all drawn.
+            let at = sc.ax.x(e.ts_ms) + 5.0;
+            let crowded = *reason == EXECUTION_ROW && label_end + 4.0 > at + MAX_LABEL_SHIFT;
+            if let Some((class, text)) = label.filter(|_| !crowded) {
+                let x = at.max(label_end + 4.0);
                 label_end = x + 5.5 * text.chars().count() as f64;
                 let _ = write!(
                     svg,
