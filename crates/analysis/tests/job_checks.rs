@@ -3,17 +3,14 @@
 //! cannot be judged.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/planted.rs"]
+mod planted;
+
+use analysis::Analysis;
 use analysis::verdict::Status;
-use analysis::{Analysis, Options, analyze, find_lab};
+use planted::{analyze_pack, iso_ms, status};
 
 const T0: i64 = 1_782_900_000; // 2026-07-01T10:00:00Z
-
-fn iso_ms(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
-}
 
 /// One worker replica: boots at `start_ms` (after T0), takes each of `items`, finishes each
 /// unless `done` is false, the last line at `end_ms`.
@@ -96,13 +93,6 @@ max = 1
 /// A pack whose step `drain` enqueued `items` at T0 + 1 s (`outcome`), with `replicas`' lines.
 fn pack(items: &[&str], outcome: &str, replicas: &[Replica]) -> Analysis {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("pack");
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    std::fs::write(
-        dir.join("logs/console.ndjson"),
-        worker_lines(replicas).join("\n") + "\n",
-    )
-    .unwrap();
     let t = |s: i64| iso_ms((T0 + s) * 1000);
     let runs = serde_json::json!({
         "lab": "jobs", "profile": "quick", "target": "local",
@@ -112,23 +102,8 @@ fn pack(items: &[&str], outcome: &str, replicas: &[Replica]) -> Analysis {
                                 "outcome": outcome, "status": 200, "dur_ms": 3,
                                 "detail": "d", "items": items}]}]
     });
-    std::fs::write(dir.join("runs.json"), runs.to_string()).unwrap();
-    std::fs::write(dir.join("lab.toml"), LAB).unwrap();
-    let opts = Options {
-        lab: find_lab(None, Some(&dir)),
-        ..Options::default()
-    };
-    analyze(std::slice::from_ref(&dir), &opts).unwrap()
-}
-
-fn status(a: &Analysis, name: &str) -> Status {
-    let g = a
-        .gates
-        .iter()
-        .find(|g| g.name == format!("check:{name}"))
-        .unwrap_or_else(|| panic!("no gate {name}: {:#?}", a.gates));
-    eprintln!("{name}: {:?} {}", g.status, g.detail);
-    g.status
+    let logs = [("console.ndjson", worker_lines(replicas))];
+    analyze_pack(tmp.path(), &logs, &runs, LAB)
 }
 
 fn rep<'a>(name: &'a str, start_s: f64, end_s: f64, items: &'a [&'a str]) -> Replica<'a> {

@@ -4,17 +4,14 @@
 //! status, the two sources disagreeing).
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/planted.rs"]
+mod planted;
+
+use analysis::Analysis;
 use analysis::verdict::Status;
-use analysis::{Analysis, Options, analyze, find_lab};
+use planted::{analyze_pack, iso_ms, status};
 
 const T0: i64 = 1_782_900_000; // 2026-07-01T10:00:00Z
-
-fn iso_ms(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
-}
 
 /// An instant `s` seconds after T0, as RFC 3339 with milliseconds.
 fn at(s: f64) -> String {
@@ -114,8 +111,6 @@ max = 5
 /// A pack of step `run` (T0 + 1 s to T0 + 60 s) with `reps`' rows and lines and `ticks`.
 fn pack(reps: &[Rep], ticks: &[(f64, &str, &str)]) -> Analysis {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("pack");
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
     let mut rows = Vec::new();
     let mut lines = samples(ticks);
     for r in reps {
@@ -147,8 +142,6 @@ fn pack(reps: &[Rep], ticks: &[(f64, &str, &str)]) -> Analysis {
             ));
         }
     }
-    std::fs::write(dir.join("logs/system.ndjson"), rows.join("\n") + "\n").unwrap();
-    std::fs::write(dir.join("logs/console.ndjson"), lines.join("\n") + "\n").unwrap();
     let t = |s: i64| iso_ms((T0 + s) * 1000);
     let runs = serde_json::json!({
         "lab": "jobs", "profile": "quick", "target": "local",
@@ -158,23 +151,8 @@ fn pack(reps: &[Rep], ticks: &[(f64, &str, &str)]) -> Analysis {
                                 "outcome": "ok", "dur_ms": 3, "detail": "d",
                                 "executions": ["batch-a"]}]}]
     });
-    std::fs::write(dir.join("runs.json"), runs.to_string()).unwrap();
-    std::fs::write(dir.join("lab.toml"), LAB).unwrap();
-    let opts = Options {
-        lab: find_lab(None, Some(&dir)),
-        ..Options::default()
-    };
-    analyze(std::slice::from_ref(&dir), &opts).unwrap()
-}
-
-fn status(a: &Analysis, name: &str) -> Status {
-    let g = a
-        .gates
-        .iter()
-        .find(|g| g.name == format!("check:{name}"))
-        .unwrap_or_else(|| panic!("no gate {name}: {:#?}", a.gates));
-    eprintln!("{name}: {:?} {}", g.status, g.detail);
-    g.status
+    let logs = [("system.ndjson", rows), ("console.ndjson", lines)];
+    analyze_pack(tmp.path(), &logs, &runs, LAB)
 }
 
 /// `n` failed replicas of `batch-a`, each exiting `code` `run_s` after its start, 0.2 s apart.
