@@ -892,7 +892,10 @@ fn report_step_done(
         .actions
         .iter()
         .filter(|a| a.outcome != "ok")
-        .map(|a| format!("{} #{} {}: {}", a.kind, a.event, a.app, a.detail))
+        .map(|a| {
+            let target = a.job.as_deref().unwrap_or(&a.app);
+            format!("{} #{} {target}: {}", a.kind, a.event, a.detail)
+        })
         .collect();
     progress.line(&format!(
         "[step {idx}/{total}] {} done: {} run(s) ({}), {} action(s), {} failed{}",
