@@ -176,6 +176,11 @@ impl Job {
 }
 
 /// The job's configuration from its `properties` and its `tags` (the localplane tags).
+/// ARM's 404 for job `name` of resource group `rg`.
+pub fn job_not_found(name: &str, rg: &str) -> ArmError {
+    ArmError::not_found("Microsoft.App/jobs", name, rg)
+}
+
 pub fn parse_config(props: &Value, tags: Option<&Value>) -> Result<JobConfig, ArmError> {
     let timeout_scope = TimeoutScope::from_tags(tags)?;
     let cfg = props

@@ -11,6 +11,7 @@ pub mod api;
 pub mod cron;
 pub mod error;
 pub mod event;
+pub mod execution;
 pub mod faults;
 pub mod handler;
 pub mod ingress;

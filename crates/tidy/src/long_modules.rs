@@ -30,10 +30,6 @@ pub const AWAITING_SPLIT: &[(&str, &str)] = &[
         "proxy / routing tables / affinity",
     ),
     (
-        "crates/localplane/src/jobs.rs",
-        "ARM endpoints / the execution runner",
-    ),
-    (
         "crates/localplane/src/plane.rs",
         "state / ARM views / controller / routes",
     ),
