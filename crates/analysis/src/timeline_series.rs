@@ -227,15 +227,18 @@ pub fn job_replica_series(a: &Analysis) -> ReplicaSeries {
         })
         .collect();
     for job in sampled_jobs(a) {
-        let mut spans: crate::job_replicas::Spans = BTreeMap::new();
-        for e in crate::job_executions::executions(&a.acc, job) {
-            for r in &e.replicas {
-                if let Some(start) = r.started_ms {
-                    let end = r.ended_ms.unwrap_or(start).max(start);
-                    spans.insert(intern(&a.acc, &r.name), (start, end));
-                }
-            }
-        }
+        let executions = crate::job_executions::executions(&a.acc, job);
+        let spans: crate::job_replicas::Spans = executions
+            .iter()
+            .flat_map(|e| e.replicas.iter())
+            .filter_map(|r| {
+                let start = r.started_ms?;
+                Some((
+                    r.name.as_str(),
+                    (start, r.ended_ms.unwrap_or(start).max(start)),
+                ))
+            })
+            .collect();
         if !spans.is_empty() {
             out.insert(
                 format!("{job}/{JOB_ROWS_SERIES}"),
@@ -249,14 +252,6 @@ pub fn job_replica_series(a: &Analysis) -> ReplicaSeries {
 /// The jobs the samplers read from ARM (the lab's `[[jobs]]`), by name.
 fn sampled_jobs(a: &Analysis) -> BTreeSet<&str> {
     a.acc.executions.iter().map(|s| s.job.as_str()).collect()
-}
-
-/// `name` as borrowed from the accumulator's system rows (the spans' keys borrow).
-fn intern<'a>(acc: &'a crate::model::Acc, name: &str) -> &'a str {
-    acc.system
-        .iter()
-        .find(|r| r.replica == name)
-        .map_or("", |r| r.replica.as_str())
 }
 
 /// The replica panel's name for a job's series (after `<job>/`).

@@ -23,8 +23,16 @@ use crate::model::Acc;
 use crate::runs::RunsRecord;
 use crate::ts::iso_ms;
 
-/// The executions of the check's job that started in its scope, and the scope in words.
-fn in_scope(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Result<(Vec<Execution>, String), Eval> {
+/// What a job check reads: the executions of its job that started in its scope, the scope in
+/// words, and the scope's end (`None`: open).
+struct InScope {
+    executions: Vec<Execution>,
+    what: String,
+    to: Option<i64>,
+}
+
+/// The executions of the check's job that started in its scope.
+fn in_scope(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Result<InScope, Eval> {
     let Some(job) = &c.job else {
         return Err(invalid(format!("{} needs `job`", c.kind)));
     };
@@ -39,7 +47,11 @@ fn in_scope(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Result<(Vec<Executio
              list and no system row names one)"
         )));
     }
-    Ok((ex, what))
+    Ok(InScope {
+        executions: ex,
+        what,
+        to,
+    })
 }
 
 /// Evaluates `job_executions_end`.
@@ -47,7 +59,11 @@ pub(super) fn executions_end(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eva
     let Some(want) = c.execution_status.as_deref() else {
         return invalid("job_executions_end needs `execution_status`");
     };
-    let (ex, what) = match in_scope(c, runs, acc) {
+    let InScope {
+        executions: ex,
+        what,
+        ..
+    } = match in_scope(c, runs, acc) {
         Ok(x) => x,
         Err(e) => return e,
     };
@@ -194,7 +210,11 @@ pub(super) fn replica_exit(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval 
     };
     let min = c.min.unwrap_or(0.0);
     let since = c.since.as_deref().unwrap_or("start");
-    let (ex, what) = match in_scope(c, runs, acc) {
+    let InScope {
+        executions: ex,
+        what,
+        ..
+    } = match in_scope(c, runs, acc) {
         Ok(x) => x,
         Err(e) => return e,
     };
@@ -264,11 +284,11 @@ pub(super) fn executions_at_once(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) ->
     if c.min.is_none() && c.max.is_none() {
         return invalid("job_executions_at_once needs `min`, `max` or both");
     }
-    let (ex, what) = match in_scope(c, runs, acc) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    let (_, to, _) = match scope(c, runs) {
+    let InScope {
+        executions: ex,
+        what,
+        to,
+    } = match in_scope(c, runs, acc) {
         Ok(x) => x,
         Err(e) => return e,
     };
