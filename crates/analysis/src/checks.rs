@@ -238,6 +238,21 @@ fn load_runs<'a>(
     Ok((run_ids, where_))
 }
 
+/// Whether count `n` is within the check's `min` and `max` (either may be absent).
+fn within_bounds(c: &CheckSpec, n: f64) -> bool {
+    c.min.is_none_or(|lo| n >= lo) && c.max.is_none_or(|hi| n <= hi)
+}
+
+/// The check's `min` and `max` in words: `need 2 to 5`, `need >= 2`, `need <= 0`.
+fn bounds_text(c: &CheckSpec) -> String {
+    match (c.min, c.max) {
+        (Some(lo), Some(hi)) => format!("need {lo} to {hi}"),
+        (Some(lo), None) => format!("need >= {lo}"),
+        (None, Some(hi)) => format!("need <= {hi}"),
+        (None, None) => "no bound".to_owned(),
+    }
+}
+
 /// A check's step scope in words: `step "x"`, or `the run` without one.
 fn scope_words(c: &CheckSpec) -> String {
     c.step

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use labkit::event::ClientChange;
 use serde_json::json;
 
-use super::{Eval, invalid, judged, load_runs};
+use super::{Eval, bounds_text, invalid, judged, load_runs, within_bounds};
 use crate::clients::{ClientTally, RunKey};
 use crate::lab::CheckSpec;
 use crate::model::Acc;
@@ -60,7 +60,7 @@ pub(super) fn clients_moved(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval
         .collect();
     listed.sort_by_key(|m| m.ts);
     let n = moved as f64;
-    let ok = c.min.is_none_or(|lo| n >= lo) && c.max.is_none_or(|hi| n <= hi);
+    let ok = within_bounds(c, n);
     let need = bounds_text(c);
     let first = listed.first().map_or(String::new(), |m| {
         format!(
@@ -103,16 +103,6 @@ pub(super) fn clients_moved(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval
         }),
         Vec::new(),
     )
-}
-
-/// `need 2 to 5`, `need >= 2`, `need <= 0`.
-fn bounds_text(c: &CheckSpec) -> String {
-    match (c.min, c.max) {
-        (Some(lo), Some(hi)) => format!("need {lo} to {hi}"),
-        (Some(lo), None) => format!("need >= {lo}"),
-        (None, Some(hi)) => format!("need <= {hi}"),
-        (None, None) => "no bound".to_owned(),
-    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 use labkit::event::SubjectEvent;
 use serde_json::json;
 
-use super::{Eval, invalid, judged, scope};
+use super::{Eval, bounds_text, invalid, judged, scope, within_bounds};
 use crate::job_executions::{self, Execution, RowsOutcome};
 use crate::job_replicas;
 use crate::lab::CheckSpec;
@@ -321,15 +321,9 @@ pub(super) fn executions_at_once(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) ->
     }
     let (most, at) = job_replicas::most_at_once(&spans);
     let arm_most = arm_running_at_once(acc, &ex);
-    let ok = c.min.is_none_or(|m| most as f64 >= m) && c.max.is_none_or(|m| most as f64 <= m);
+    let ok = within_bounds(c, most as f64);
     let job = c.job.as_deref().unwrap_or("?");
-    let bounds = match (c.min, c.max) {
-        (Some(a), Some(b)) if a == b => format!("{a}"),
-        (Some(a), Some(b)) => format!("{a} to {b}"),
-        (Some(a), None) => format!("at least {a}"),
-        (None, Some(b)) => format!("at most {b}"),
-        (None, None) => "?".to_owned(),
-    };
+    let bounds = bounds_text(c);
     let rows: Vec<String> = spans
         .iter()
         .map(|(name, (a, b))| format!("{name}: {} to {}", iso_ms(*a), iso_ms(*b)))
@@ -338,7 +332,7 @@ pub(super) fn executions_at_once(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) ->
         ok,
         format!(
             "{} execution(s) of job {job} in {what}; at most {most} ran at once{} by their \
-             rows (expected {bounds}); ARM listed at most {arm_most} Running at one tick{}",
+             rows ({bounds}); ARM listed at most {arm_most} Running at one tick{}",
             spans.len(),
             at.map(|t| format!(", first at {}", iso_ms(t)))
                 .unwrap_or_default(),
