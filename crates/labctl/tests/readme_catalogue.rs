@@ -42,22 +42,37 @@ fn readme_catalogue_is_labctl_lab_list_markdown() {
 }
 
 #[test]
-fn the_markdown_catalogue_has_one_row_per_lab_file() {
+fn the_markdown_catalogue_names_every_lab_file_once() {
     let out = Command::new(env!("CARGO_BIN_EXE_labctl"))
         .args(["lab", "list", "--markdown", "--labs-dir"])
         .arg(root().join("labs"))
         .output()
         .expect("labctl runs");
     let text = String::from_utf8(out.stdout).expect("utf-8");
-    let rows: Vec<&str> = text.lines().skip(2).collect();
-    let files = std::fs::read_dir(root().join("labs"))
+    let mut named = Vec::new();
+    for row in text.lines().skip(2) {
+        assert!(row.starts_with("| `") && row.ends_with(" |"), "{row}");
+        let cells: Vec<&str> = row.split(" | ").collect();
+        assert_eq!(cells.len(), 7, "seven cells: {row}");
+        let lab = cells[0].trim_start_matches("| ").trim_matches('`');
+        named.push(lab.to_owned());
+        // The variants cell: "`-unready`: falsified, `-half`: held", or "-".
+        if cells[5] != "-" {
+            for v in cells[5].split(", ") {
+                let (suffix, expect) = v.split_once("`: ").expect("`-variant`: verdict");
+                assert!(["held", "falsified", "-"].contains(&expect), "{v} in {row}");
+                named.push(format!("{lab}{}", suffix.trim_matches('`')));
+            }
+        }
+    }
+    let mut files: Vec<String> = std::fs::read_dir(root().join("labs"))
         .expect("labs/")
         .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "toml"))
-        .count();
-    assert_eq!(rows.len(), files, "{text}");
-    for row in rows {
-        assert!(row.starts_with("| `") && row.ends_with(" |"), "{row}");
-        assert_eq!(row.matches(" | ").count(), 5, "six cells: {row}");
-    }
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    files.sort();
+    named.sort();
+    assert_eq!(named, files, "{text}");
 }

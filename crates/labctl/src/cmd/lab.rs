@@ -74,8 +74,9 @@ pub struct ListArgs {
     /// kind, quick_s, full_s, error).
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
-    /// The catalogue as a Markdown table (lab, kind, expected verdict, quick, full, question):
-    /// README's catalogue is this output, checked by a test.
+    /// The catalogue as a Markdown table, one row per lab (kind, expected verdict, quick, full,
+    /// its `-<variant>` labs with the verdict each expects, question): README's catalogue is
+    /// this output, checked by a test.
     #[arg(long)]
     pub markdown: bool,
 }
@@ -277,29 +278,63 @@ fn len(l: Option<&Result<lab::Lab, lab::LabError>>) -> String {
     }
 }
 
-/// `lab list --markdown`: the catalogue table README holds; broken files named on stderr.
+/// The lab `name` is a variant of: the longest other name it starts with, followed by `-`
+/// (`blue-green-switch-unready` of `blue-green-switch`); `None` for a lab of its own.
+fn variant_of<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
+    names
+        .iter()
+        .copied()
+        .filter(|n| {
+            name.len() > n.len() + 1 && name.starts_with(n) && name.as_bytes()[n.len()] == b'-'
+        })
+        .max_by_key(|n| n.len())
+}
+
+/// The verdict a lab file pre-registers (`expect`), `-` for none or `invalid` for a broken file.
+fn expects(e: &Entry) -> &str {
+    match &e.full {
+        Ok(l) => l.hypothesis.expect.as_deref().unwrap_or("-"),
+        Err(_) => "invalid",
+    }
+}
+
+/// `lab list --markdown`: the catalogue table README holds, one row per lab with its variants
+/// (`-<variant>` files: controls and alternative readings) and the verdict each expects in a
+/// cell of its own; broken files named on stderr.
 fn markdown(entries: &[Entry]) -> anyhow::Result<u8> {
     let mut o = String::from(
-        "| lab | kind | expects | quick | full | question |\n|---|---|---|---|---|---|\n",
+        "| lab | kind | expects | quick | full | variants: expect | question |\n\
+         |---|---|---|---|---|---|---|\n",
     );
+    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
     let mut broken = false;
     for e in entries {
         if let Some(err) = e.error() {
             eprintln!("invalid: {err}");
             broken = true;
         }
-        let (kind, expects, question) = match &e.full {
-            Ok(l) => (
-                lab::describe::kind_name(l),
-                l.hypothesis.expect.as_deref().unwrap_or("-"),
-                l.question.replace('|', "\\|"),
-            ),
-            Err(_) => ("invalid", "-", "(the lab file has errors)".to_owned()),
+        if variant_of(&e.name, &names).is_some() {
+            continue;
+        }
+        let variants: Vec<String> = entries
+            .iter()
+            .filter(|v| variant_of(&v.name, &names) == Some(e.name.as_str()))
+            .map(|v| format!("`{}`: {}", &v.name[e.name.len()..], expects(v)))
+            .collect();
+        let variants = if variants.is_empty() {
+            "-".to_owned()
+        } else {
+            variants.join(", ")
+        };
+        let (kind, question) = match &e.full {
+            Ok(l) => (lab::describe::kind_name(l), l.question.replace('|', "\\|")),
+            Err(_) => ("invalid", "(the lab file has errors)".to_owned()),
         };
         let _ = writeln!(
             o,
-            "| `{}` | {kind} | {expects} | {} | {} | {question} |",
+            "| `{}` | {kind} | {} | {} | {} | {variants} | {question} |",
             e.name,
+            expects(e),
             len(e.quick.as_ref()),
             len(Some(&e.full)),
         );
@@ -725,6 +760,29 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn a_variant_belongs_to_the_longest_lab_name_it_extends() {
+        let names = [
+            "canary-split",
+            "canary",
+            "rollout",
+            "rollout-under-autoscale",
+        ];
+        assert_eq!(
+            variant_of("canary-split-half", &names),
+            Some("canary-split")
+        );
+        assert_eq!(
+            variant_of("rollout-under-autoscale-min-3", &names),
+            Some("rollout-under-autoscale")
+        );
+        // Only a whole name followed by `-` makes a variant; a lab is not its own.
+        assert_eq!(variant_of("canary-split", &names), Some("canary"));
+        assert_eq!(variant_of("canaryx", &names), None);
+        assert_eq!(variant_of("rollout", &names), None);
+        assert_eq!(variant_of("rollout-", &names), None);
+    }
 
     fn labs_dir() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
