@@ -26,11 +26,14 @@
 //!   unless a `//! Long on purpose:` line of its doc says why.
 //! - [`Rule::ArchitectureTable`] ([`architecture`]): docs/ARCHITECTURE.md's table of these
 //!   rules names exactly [`Rule::ALL`].
+//! - [`Rule::DocumentLength`] ([`documents`]): README.md and docs/ARCHITECTURE.md stay within
+//!   their lengths (15,000 and 30,000 characters).
 
 pub mod architecture;
 pub mod cycles;
 pub mod deps;
 pub mod docker;
+pub mod documents;
 pub mod errors;
 pub mod lexer;
 pub mod long_fns;
@@ -57,12 +60,13 @@ pub enum Rule {
     LongFunction,
     LongModule,
     ArchitectureTable,
+    DocumentLength,
 }
 
 impl Rule {
     /// Every rule, in the order docs/ARCHITECTURE.md's table lists them. [`Rule::name`]'s
     /// exhaustive match is what a new rule must be added to first.
-    pub const ALL: [Rule; 11] = [
+    pub const ALL: [Rule; 12] = [
         Rule::DependencyDirection,
         Rule::Anyhow,
         Rule::StringError,
@@ -74,6 +78,7 @@ impl Rule {
         Rule::LongFunction,
         Rule::LongModule,
         Rule::ArchitectureTable,
+        Rule::DocumentLength,
     ];
 
     /// The rule's name as reports and docs/ARCHITECTURE.md print it.
@@ -90,6 +95,7 @@ impl Rule {
             Rule::LongFunction => "LongFunction",
             Rule::LongModule => "LongModule",
             Rule::ArchitectureTable => "ArchitectureTable",
+            Rule::DocumentLength => "DocumentLength",
         }
     }
 }
@@ -144,6 +150,7 @@ pub fn check(root: &Path) -> Result<Vec<Violation>, TidyError> {
     found.extend(long_fns::check(&ws));
     found.extend(long_modules::check(&ws));
     found.extend(architecture::check(&ws));
+    found.extend(documents::check(&ws));
     found.sort_by(|a, b| (&a.path, a.line, a.rule).cmp(&(&b.path, b.line, b.rule)));
     Ok(found)
 }

@@ -16,6 +16,8 @@ pub struct Workspace {
     pub crates: Vec<Crate>,
     /// docs/ARCHITECTURE.md as text, `None` when the tree has none.
     pub architecture: Option<String>,
+    /// README.md as text, `None` when the tree has none.
+    pub readme: Option<String>,
 }
 
 /// One member crate.
@@ -75,12 +77,19 @@ impl Workspace {
         } else {
             None
         };
+        let readme_path = root.join("README.md");
+        let readme = if readme_path.is_file() {
+            Some(read(&readme_path)?)
+        } else {
+            None
+        };
         Ok(Workspace {
             root: root.to_path_buf(),
             manifest_text,
             manifest,
             crates,
             architecture,
+            readme,
         })
     }
 

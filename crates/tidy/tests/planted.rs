@@ -85,6 +85,7 @@ fn clean_tree(root: &Path) {
         "docs/ARCHITECTURE.md",
         &architecture(&tidy::Rule::ALL),
     );
+    write(root, "README.md", "# The project\n");
 }
 
 /// An ARCHITECTURE.md whose tidy table lists `rules`.
@@ -632,4 +633,37 @@ fn a_module_awaiting_its_split_that_is_no_longer_long_fails() {
     });
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].message.contains("remove the entry"), "{found:?}");
+}
+
+#[test]
+fn a_readme_one_character_over_its_limit_fails_and_one_at_it_passes() {
+    let at = format!("# Long\n{}", "é".repeat(15_000 - 7));
+    assert_eq!(at.chars().count(), 15_000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    clean_tree(dir.path());
+    write(dir.path(), "README.md", &at);
+    assert_eq!(check(dir.path()), vec![], "15,000 characters are allowed");
+    let found = planted(Rule::DocumentLength, |root| {
+        write(root, "README.md", &format!("{at}x"));
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("15001 characters"), "{found:?}");
+}
+
+#[test]
+fn an_architecture_document_over_its_limit_fails() {
+    let found = planted(Rule::DocumentLength, |root| {
+        let text = fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("read");
+        let filler = "A paragraph of notes.\n".repeat(30_000 / 22 + 1);
+        write(root, "docs/ARCHITECTURE.md", &format!("{text}\n{filler}"));
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].path, Path::new("docs/ARCHITECTURE.md"));
+}
+
+#[test]
+fn a_tree_without_a_readme_fails() {
+    planted(Rule::DocumentLength, |root| {
+        fs::remove_file(root.join("README.md")).expect("remove");
+    });
 }
