@@ -4,10 +4,6 @@
 //! Only `src/` is read. Test code is not counted: the inline `#[cfg(test)]` items
 //! ([`crate::source::test_ranges`]) and the files of a `#[cfg(test)] mod x;`
 //! ([`crate::source::test_code_files`]), which are skipped whole.
-//!
-//! [`AWAITING_SPLIT`] lists the modules that were over the limit when the rule came in and whose
-//! split is still to do (docs/ARCHITECTURE.md names them as debt, not as exemptions). An entry
-//! that is no longer over the limit fails too, so the list only shrinks.
 
 use crate::source::{non_test_files, test_ranges};
 use crate::tree::SourceFile;
@@ -18,40 +14,13 @@ pub const LIMIT: usize = 800;
 /// How the `//!` line that says why a module is long starts (after `//!` and spaces).
 pub const EXEMPTION: &str = "Long on purpose:";
 
-/// Modules over [`LIMIT`] when the rule came in, each with the split it needs; not an
-/// exemption: each is still to be split along the jobs named.
-pub const AWAITING_SPLIT: &[(&str, &str)] = &[
-    (
-        "crates/localplane/src/api.rs",
-        "apps / revisions / environments",
-    ),
-    (
-        "crates/localplane/src/ingress.rs",
-        "proxy / routing tables / affinity",
-    ),
-    (
-        "crates/localplane/src/plane.rs",
-        "state / ARM views / controller / routes",
-    ),
-    ("crates/runner/src/run.rs", "the run / its steps"),
-];
-
-/// Every module file over [`LIMIT`] lines of non-test code without an [`EXEMPTION`] line, and
-/// every [`AWAITING_SPLIT`] entry that is not (or no longer) such a module.
+/// Every module file over [`LIMIT`] lines of non-test code without an [`EXEMPTION`] line.
 pub fn check(ws: &Workspace) -> Vec<Violation> {
     let mut out = Vec::new();
-    let mut awaiting_seen = Vec::new();
     for krate in &ws.crates {
         for file in non_test_files(krate) {
             let lines = non_test_lines(file);
             if lines <= LIMIT || excused(&file.text) {
-                continue;
-            }
-            if AWAITING_SPLIT
-                .iter()
-                .any(|(p, _)| std::path::Path::new(p) == file.path)
-            {
-                awaiting_seen.push(file.path.clone());
                 continue;
             }
             out.push(Violation {
@@ -61,24 +30,6 @@ pub fn check(ws: &Workspace) -> Vec<Violation> {
                 message: format!(
                     "{lines} lines outside test code (over {LIMIT}): split the module along its \
                      jobs, or say why it reads best whole in a `//! {EXEMPTION}` line of its doc"
-                ),
-            });
-        }
-    }
-    for (path, _) in AWAITING_SPLIT {
-        let listed = std::path::Path::new(path);
-        // Only a tree that has the file judges the entry (tidy's own planted trees do not).
-        let present = ws
-            .crates
-            .iter()
-            .any(|k| k.files.iter().any(|f| f.path == listed));
-        if present && !awaiting_seen.iter().any(|p| p == listed) {
-            out.push(Violation {
-                rule: Rule::LongModule,
-                path: listed.to_path_buf(),
-                line: 0,
-                message: format!(
-                    "listed in tidy::long_modules::AWAITING_SPLIT but not over {LIMIT} lines of non-test code: remove the entry"
                 ),
             });
         }

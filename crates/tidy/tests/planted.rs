@@ -607,35 +607,6 @@ fn a_tree_without_architecture_md_fails() {
 }
 
 #[test]
-fn a_module_awaiting_its_split_that_is_no_longer_long_fails() {
-    let found = planted(Rule::LongModule, |root| {
-        edit(
-            root,
-            "Cargo.toml",
-            "#   testkit  -> (nothing local)",
-            "#   testkit  -> (nothing local)\n#   runner -> (nothing local)",
-        );
-        write(
-            root,
-            "crates/runner/Cargo.toml",
-            &manifest("runner", "", ""),
-        );
-        write(
-            root,
-            "crates/runner/src/lib.rs",
-            "//! The library.\npub mod run;\n",
-        );
-        write(
-            root,
-            "crates/runner/src/run.rs",
-            "//! Split already.\npub fn f() {}\n",
-        );
-    });
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].message.contains("remove the entry"), "{found:?}");
-}
-
-#[test]
 fn a_readme_one_character_over_its_limit_fails_and_one_at_it_passes() {
     let at = format!("# Long\n{}", "é".repeat(15_000 - 7));
     assert_eq!(at.chars().count(), 15_000);
