@@ -7,7 +7,7 @@
 //! (default 2 h at 200 RPS: 1.44 M requests; SHAPE default `loadgen`).
 //!
 //! Shapes, each as its real producer writes it:
-//! - `loadgen`: our loadgen's `req` lines (labkit's types, every field loadgen prints);
+//! - `loadgen`: our loadgen's `req` lines (logline's types, every field loadgen prints);
 //! - `client`: another client's `req` lines as Python's `json.dumps` writes a dict (`", "` and
 //!   `": "` separators, its own key order), the original k6 script's field set (`kind, ts, run_id,
 //!   perturbation_id, code, dur_ms, ok, err_msg, revision, replica`: no `scheduled_ts`, no

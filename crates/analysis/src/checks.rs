@@ -74,7 +74,7 @@ mod load;
 mod queue;
 mod revision_states;
 
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 use serde_json::Value;
 
 use crate::evidence::Level;

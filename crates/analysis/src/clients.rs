@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use labkit::event::ClientChange;
+use logline::event::ClientChange;
 
 /// The moves kept as lines per run and scenario, for a check to list.
 pub const LISTED_PER_RUN: usize = 50;
@@ -133,7 +133,7 @@ fn keep_earliest(l: &mut Vec<ClientChange>) {
 
 #[cfg(test)]
 mod tests {
-    use labkit::Timestamp;
+    use logline::Timestamp;
 
     use super::*;
 

@@ -37,8 +37,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use labkit::clock::window_start_ms;
-use labkit::event::{ReplicaInventorySample, RevisionStateSample};
+use logline::clock::window_start_ms;
+use logline::event::{ReplicaInventorySample, RevisionStateSample};
 use serde_json::{Value, json};
 
 use crate::model::{Acc, RunData, SystemEvent};
@@ -663,7 +663,7 @@ fn window_totals(
     let worst = by
         .values()
         .filter(|w| w.0 > 0)
-        .map(|w| labkit::event::err_pct(w.1, w.0))
+        .map(|w| logline::event::err_pct(w.1, w.0))
         .reduce(f64::max);
     (n, e, worst)
 }

@@ -278,7 +278,7 @@ fn entry<'m, 'a>(
 mod tests {
     use super::*;
     use crate::model::SystemEvent;
-    use labkit::event::JobExecutionSample;
+    use logline::event::JobExecutionSample;
 
     fn row(ms: i64, exec: &str, replica: &str, reason: &str, msg: &str) -> SystemEvent {
         SystemEvent {
@@ -295,7 +295,7 @@ mod tests {
 
     fn sample(ms: i64, exec: &str, status: &str) -> JobExecutionSample {
         JobExecutionSample {
-            ts: labkit::Timestamp::from_epoch_ms(ms),
+            ts: logline::Timestamp::from_epoch_ms(ms),
             run_id: None,
             perturbation_id: None,
             sampler: None,

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use hdrhistogram::Histogram;
-use labkit::event::{
+use logline::event::{
     JobExecutionSample, Meta, PerturbationWindowMarker, ReplicaInventorySample,
     RevisionStateSample, SamplerError, Step, SubjectLine, Summary,
 };

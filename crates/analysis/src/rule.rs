@@ -42,7 +42,7 @@ pub fn default_judged_phases() -> Vec<String> {
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum RuleError {
     #[error(transparent)]
-    Window(#[from] labkit::config::ConfigError),
+    Window(#[from] logline::config::ConfigError),
     #[error("the rule window must be at least 1 s")]
     ZeroWindow,
     #[error("K (consecutive) must be at least 1")]
@@ -55,7 +55,7 @@ impl Rule {
     /// The lab's `[rule]` over the command-line values (the lab is the pre-registration).
     pub fn with_lab(mut self, lab: &LabFile) -> Result<Rule, RuleError> {
         if let Some(w) = &lab.rule.window {
-            let d = labkit::config::parse_duration(w)?;
+            let d = logline::config::parse_duration(w)?;
             self.window_s = d.as_secs();
         }
         if let Some(w) = lab.rule.window_s {
@@ -242,7 +242,7 @@ pub fn buckets_and_summaries(
             requests,
             ok,
             err,
-            err_pct: labkit::event::err_pct(err, requests),
+            err_pct: logline::event::err_pct(err, requests),
             p50_ms: p50,
             p95_ms: p95,
             p99_ms: p99,
@@ -281,7 +281,7 @@ fn run_windows(run: &RunData, phase: &str, use_buckets: bool) -> Vec<BucketRow> 
                 count: w.count,
                 ok: w.ok,
                 err: w.err,
-                err_pct: labkit::event::err_pct(w.err, w.count),
+                err_pct: logline::event::err_pct(w.err, w.count),
                 p50_ms: w.p50_ms(),
                 p95_ms: w.p95_ms,
                 p99_ms: w.p99_ms,
@@ -302,7 +302,7 @@ fn run_windows(run: &RunData, phase: &str, use_buckets: bool) -> Vec<BucketRow> 
                 count: w.count,
                 ok: w.ok,
                 err: w.err,
-                err_pct: labkit::event::err_pct(w.err, w.count),
+                err_pct: logline::event::err_pct(w.err, w.count),
                 p50_ms: quantile_ms(&w.hist, 0.5),
                 p95_ms: quantile_ms(&w.hist, 0.95),
                 p99_ms: quantile_ms(&w.hist, 0.99),
@@ -583,7 +583,7 @@ pub fn phases(rows: &[BucketRow], rule: &Rule, longest: &BTreeMap<String, u32>) 
     }
     let mut out: Vec<PhaseRow> = map.into_values().collect();
     for p in &mut out {
-        p.err_pct = labkit::event::err_pct(p.err, p.requests);
+        p.err_pct = logline::event::err_pct(p.err, p.requests);
     }
     out.sort_by_key(|p| {
         (

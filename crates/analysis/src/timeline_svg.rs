@@ -583,8 +583,8 @@ fn sampler_windows(svg: &mut String, sc: &Scene, lay: &Layout) {
     {
         let x = sc.ax.x(m.ts.epoch_ms());
         let phase = match m.phase {
-            labkit::event::MarkerPhase::Start => "start",
-            labkit::event::MarkerPhase::End => "end",
+            logline::event::MarkerPhase::Start => "start",
+            logline::event::MarkerPhase::End => "end",
         };
         let _ = write!(
             svg,

@@ -1,9 +1,9 @@
 //! Fast timestamp parsing: RFC 3339 (any fraction length, `Z` or offset) to epoch milliseconds.
 //!
 //! The hot path (`2026-06-12T14:18:20.123Z`, what every probelab line carries) is parsed by hand;
-//! anything unusual falls back to chrono through [`labkit::Timestamp`].
+//! anything unusual falls back to chrono through [`logline::Timestamp`].
 
-use labkit::Timestamp;
+use logline::Timestamp;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {

@@ -166,9 +166,9 @@ fn planted(root: &Path, name: &str, outage_from_s: i64, outage_s: i64) -> (PathB
         let overlap = (b.min(outage_from_s + outage_s) - a.max(outage_from_s)).max(0);
         let err = if outage_s == 0 { 0 } else { overlap * 200 };
         let line = json!({"kind": "bucket",
-            "ts": labkit::Timestamp::from_epoch_ms((t0 + b) * 1000).to_rfc3339_ms(),
+            "ts": logline::Timestamp::from_epoch_ms((t0 + b) * 1000).to_rfc3339_ms(),
             "run_id": "perturbation-planted", "window_s": 10, "bucket_start_epoch_s": t0 + a,
-            "bucket_start_iso": labkit::Timestamp::from_epoch_ms((t0 + a) * 1000).to_rfc3339_ms(),
+            "bucket_start_iso": logline::Timestamp::from_epoch_ms((t0 + a) * 1000).to_rfc3339_ms(),
             "count": 2000, "ok": 2000 - err, "err": err,
             "err_pct": err as f64 / 20.0, "target_rps": 200});
         text.push_str(&format!("{line}\n"));

@@ -1,5 +1,5 @@
 //! The KQL pack (evidence/kql/*.kql): one query per table, and every field a query reads from
-//! `parse_json(Log_s)` is one our images really print (checked against labkit's serde types by
+//! `parse_json(Log_s)` is one our images really print (checked against logline's serde types by
 //! a round trip: fields the types do not know are dropped on the way).
 #![allow(clippy::unwrap_used)]
 
@@ -57,7 +57,7 @@ fn printed_fields() -> BTreeMap<String, BTreeSet<String>> {
     let mut out = BTreeMap::new();
     for ex in examples() {
         let kind = ex["kind"].as_str().unwrap().to_owned();
-        let line = labkit::Line::from_json(&ex.to_string()).unwrap();
+        let line = logline::Line::from_json(&ex.to_string()).unwrap();
         let back: Value = serde_json::from_str(&line.to_json()).unwrap();
         let keys: BTreeSet<String> = back.as_object().unwrap().keys().cloned().collect();
         let sent: BTreeSet<String> = ex.as_object().unwrap().keys().cloned().collect();
@@ -179,7 +179,7 @@ fn queries_read_only_fields_our_images_print() {
         // Subject event names are real.
         for s in quoted(&q) {
             if !s.is_empty() && s.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
-                let e: Result<labkit::event::SubjectEvent, _> =
+                let e: Result<logline::event::SubjectEvent, _> =
                     serde_json::from_value(Value::String(s.clone()));
                 assert!(e.is_ok(), "{name}: {s} is not a subject event");
             }

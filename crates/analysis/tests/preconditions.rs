@@ -43,7 +43,7 @@ events = 1
 "#;
 
 fn iso(s: i64) -> String {
-    labkit::Timestamp::from_epoch_ms(s * 1000).to_rfc3339_ms()
+    logline::Timestamp::from_epoch_ms(s * 1000).to_rfc3339_ms()
 }
 
 struct Pack {

@@ -28,9 +28,9 @@ fn bucket_lines(fails: impl Fn(i64) -> bool) -> String {
             .count() as i64;
         let start = T0 + 10 * w;
         let line = json!({"kind": "bucket",
-            "ts": labkit::Timestamp::from_epoch_ms((start + 10) * 1000).to_rfc3339_ms(),
+            "ts": logline::Timestamp::from_epoch_ms((start + 10) * 1000).to_rfc3339_ms(),
             "run_id": "perturbation-planted", "window_s": 10, "bucket_start_epoch_s": start,
-            "bucket_start_iso": labkit::Timestamp::from_epoch_ms(start * 1000).to_rfc3339_ms(),
+            "bucket_start_iso": logline::Timestamp::from_epoch_ms(start * 1000).to_rfc3339_ms(),
             "count": per_window, "ok": per_window - err, "err": err,
             "err_pct": 100.0 * err as f64 / per_window as f64, "target_rps": 200});
         text.push_str(&format!("{line}\n"));

@@ -314,7 +314,7 @@ fn weights_pack(ticks: &[&[(&str, u32)]]) -> Analysis {
     let t0 = 1_782_900_000_000_i64;
     let mut text = String::new();
     for (i, revs) in ticks.iter().enumerate() {
-        let ts = labkit::Timestamp::from_epoch_ms(t0 + 2_000 * i as i64).to_rfc3339_ms();
+        let ts = logline::Timestamp::from_epoch_ms(t0 + 2_000 * i as i64).to_rfc3339_ms();
         for (rev, w) in *revs {
             text.push_str(&format!(
                 r#"{{"kind":"RevisionStateSample","ts":"{ts}","perturbation_id":"split-event-1","sampler":"perturbation-sampler","tick":{i},"app":"subject","revision":"{rev}","active":true,"replicas":1,"traffic_weight":{w},"provisioning_state":"Provisioned"}}"#

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use arm::Scope;
 use clap::Parser;
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 use sampler::sink::{Sink, Stdout};
 use sampler::tick::LineContext;
 use sampler::{ArmArgs, ConfigError, Outcome, SetupError, Window, run_window};

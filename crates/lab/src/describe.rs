@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 
 use crate::checks::{Check, CheckKind};
 use crate::schema::{Action, Lab, LabKind, Step, TimeoutScope, Trigger};

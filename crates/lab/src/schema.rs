@@ -1,11 +1,11 @@
 //! The lab file's types. Unknown keys are errors: a typo in a pre-registration must not pass
 //! silently. Durations are written as text (`10s`, `2m`, `600s`) and parsed with
-//! [`labkit::config::parse_duration`].
+//! [`logline::config::parse_duration`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 use serde::{Deserialize, Serialize};
 
 pub use crate::job::{EventTrigger, Job, ManualTrigger, ScheduleTrigger, TimeoutScope, Trigger};

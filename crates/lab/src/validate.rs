@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 
 use crate::schema::{Lab, LabKind, Step};
 

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use labkit::Timestamp;
-use labkit::event::err_pct;
-use labkit::event::loadgen::{Bucket, ClientChange, Req, Step, Summary};
+use logline::Timestamp;
+use logline::event::err_pct;
+use logline::event::loadgen::{Bucket, ClientChange, Req, Step, Summary};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -98,7 +98,7 @@ impl Aggregator {
             started: scns.to_vec(),
             steps: (0..n_steps).map(|_| (Tally::new(false), false)).collect(),
             step_cfg,
-            progress: labkit::log::stderr_is_terminal(),
+            progress: logline::log::stderr_is_terminal(),
         }
     }
 
@@ -108,7 +108,7 @@ impl Aggregator {
 
     /// Runs until the last [`Msg::Finish`] (or every sender is gone); the summaries.
     pub(crate) async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) -> Vec<Summary> {
-        let mut win_start = labkit::clock::window_start_ms(self.start_wall_ms, self.window_ms);
+        let mut win_start = logline::clock::window_start_ms(self.start_wall_ms, self.window_ms);
         let mut buf = Vec::with_capacity(256);
         let tick = tokio::time::sleep_until(self.instant_of(win_start + self.window_ms));
         tokio::pin!(tick);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use http::Uri;
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 use serde::Serialize;
 
 use crate::clients::MAX_CLIENTS;

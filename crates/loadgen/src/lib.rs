@@ -12,7 +12,7 @@
 //! - **Output**: `meta`, a `bucket` per scenario per wall-clock aligned window (also when empty),
 //!   `req` lines per `--log-requests`, `step` lines for a staircase, `client` lines of virtual
 //!   clients ([`clients`]), a `summary` per scenario and a closing `meta` (see
-//!   `labkit::event::loadgen`).
+//!   `logline::event::loadgen`).
 //!
 //! One aggregator task (`aggregator`) owns every counter and histogram; request tasks report to
 //! it over a channel, so the hot path takes no lock. Nothing is kept per request: memory is
@@ -34,9 +34,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use labkit::Timestamp;
-use labkit::event::Line;
-use labkit::event::loadgen::{Meta, MetaPhase, Summary};
+use logline::Timestamp;
+use logline::event::Line;
+use logline::event::loadgen::{Meta, MetaPhase, Summary};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -66,7 +66,7 @@ impl Output {
 
     fn emit(&self, line: impl Into<Line>) {
         match self {
-            Output::Stdout => labkit::log::emit(line),
+            Output::Stdout => logline::log::emit(line),
             Output::Memory(v) => {
                 if let Ok(mut v) = v.lock() {
                     v.push(line.into());

@@ -4,7 +4,7 @@ use clap::Parser;
 
 fn main() -> anyhow::Result<()> {
     let cfg = loadgen::Args::parse().into_config()?;
-    labkit::log::init("loadgen");
+    logline::log::init("loadgen");
     loadgen::run_blocking(cfg, loadgen::Output::Stdout)?;
     Ok(())
 }

@@ -14,8 +14,8 @@ use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use labkit::event::Line;
-use labkit::event::loadgen::{Bucket, Step};
+use logline::event::Line;
+use logline::event::loadgen::{Bucket, Step};
 use tokio::net::TcpListener;
 
 mod common;
@@ -157,7 +157,7 @@ async fn bucket_counts_add_up_to_requests_sent() {
     assert_contiguous(&bs);
     assert!(bs.iter().all(|b| b.window_s == 1 && b.target_rps == 40.0));
     for b in &bs {
-        let iso: labkit::Timestamp = b.bucket_start_iso.parse().unwrap();
+        let iso: logline::Timestamp = b.bucket_start_iso.parse().unwrap();
         assert_eq!(iso.epoch_s(), b.bucket_start_epoch_s);
     }
     assert!(matches!(lines.first(), Some(Line::Meta(_))));
@@ -772,7 +772,7 @@ async fn sigterm_flushes_the_open_bucket_and_the_summary() {
         slow.count
     );
     assert!(
-        matches!(lines.last(), Some(Line::Meta(m)) if m.phase == labkit::event::MetaPhase::End)
+        matches!(lines.last(), Some(Line::Meta(m)) if m.phase == logline::event::MetaPhase::End)
     );
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use labkit::Timestamp;
+use logline::Timestamp;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use labkit::Timestamp;
+use logline::Timestamp;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use labkit::Timestamp;
+use logline::Timestamp;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 

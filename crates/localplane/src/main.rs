@@ -61,7 +61,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    labkit::log::init("localplane");
+    logline::log::init("localplane");
     let runtime = match cli.runtime {
         Runtime::Docker => RuntimeKind::Docker,
         Runtime::Process => {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use labkit::Timestamp;
+use logline::Timestamp;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

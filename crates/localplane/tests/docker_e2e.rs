@@ -301,7 +301,7 @@ fn ts_ms(row: &Value) -> i64 {
     row["TimeGenerated"]
         .as_str()
         .unwrap()
-        .parse::<labkit::Timestamp>()
+        .parse::<logline::Timestamp>()
         .unwrap()
         .epoch_ms()
 }
@@ -552,7 +552,7 @@ async fn e2e_3_liveness_patterns() {
         ),
         "{body}"
     );
-    let cut_at = labkit::Timestamp::now().epoch_ms();
+    let cut_at = logline::Timestamp::now().epoch_ms();
     let after_kill_ms = cut_at - ts_ms(probe_kill);
     eprintln!(
         "zombie+liveness: in-flight request cut after {elapsed:?}, {after_kill_ms} ms after the ProbeFailure row"

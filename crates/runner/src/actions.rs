@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use lab::Action;
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 use reqwest::Method;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;

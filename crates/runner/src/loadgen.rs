@@ -22,7 +22,7 @@ pub fn loadgen_env(
     let s = |v: String| Some(v);
     let d = |x: &Option<String>| {
         x.as_deref()
-            .and_then(|v| labkit::config::parse_duration(v).ok())
+            .and_then(|v| logline::config::parse_duration(v).ok())
             .map(|v| format!("{}ms", scaled(v, scale).as_millis().max(1)))
     };
     let n = load.replica_count().max(1);

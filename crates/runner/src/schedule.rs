@@ -16,7 +16,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use lab::Step;
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use arm::{ClientConfig, IdentityEnv, TokenSourceKind};
 use clap::{Args, Parser};
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 use url::Url;
 
 /// Which apps and jobs to sample, and how to reach ARM.

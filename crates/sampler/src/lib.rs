@@ -126,16 +126,16 @@ pub async fn shutdown_signal() {
     tracing::info!("shutdown signal received: ending the window");
 }
 
-/// JSON-lines logging on stdout (labkit's layer). azure_identity and azure_core are held at
+/// JSON-lines logging on stdout (logline's layer). azure_identity and azure_core are held at
 /// `warn` unless `RUST_LOG` says otherwise: their `info` lines would print the user-assigned
 /// client id, and we log identity variables by name only.
 pub fn init_logging(component: &'static str) {
     use tracing_subscriber::prelude::*;
-    let filter = labkit::log::filter_from_env(
+    let filter = logline::log::filter_from_env(
         "info,azure_identity=warn,azure_core=warn,typespec_client_core=warn",
     );
     let _ = tracing_subscriber::registry()
-        .with(labkit::log::JsonLinesLayer::new(component))
+        .with(logline::log::JsonLinesLayer::new(component))
         .with(filter)
         .try_init();
 }

@@ -2,20 +2,20 @@
 
 use std::sync::Mutex;
 
-use labkit::event::Line;
+use logline::event::Line;
 
 /// A destination for JSON lines.
 pub trait Sink: Send + Sync {
     fn emit(&self, line: Line);
 }
 
-/// stdout, one JSON object per line (`labkit::log::emit`).
+/// stdout, one JSON object per line (`logline::log::emit`).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stdout;
 
 impl Sink for Stdout {
     fn emit(&self, line: Line) {
-        labkit::log::emit(line);
+        logline::log::emit(line);
     }
 }
 

@@ -4,8 +4,8 @@
 use arm::models::{JobExecution, Replica, Revision};
 use arm::{ArmClient, ArmError, Scope};
 use futures::future::join_all;
-use labkit::Timestamp;
-use labkit::event::{
+use logline::Timestamp;
+use logline::event::{
     ContainerSample, JobExecutionSample, Line, ReplicaInventorySample, RevisionStateSample,
     SamplerError,
 };

@@ -22,8 +22,8 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use arm::{ArmClient, Scope};
-use labkit::Timestamp;
-use labkit::event::{MarkerPhase, PerturbationWindowMarker, SamplerError};
+use logline::Timestamp;
+use logline::event::{MarkerPhase, PerturbationWindowMarker, SamplerError};
 use tokio::time::Instant;
 
 use crate::sink::Sink;

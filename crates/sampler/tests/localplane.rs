@@ -16,7 +16,7 @@ use arm::client::Method;
 use arm::models::ContainerApp;
 use arm::{ArmClient, ClientConfig, Scope, TokenSource};
 use common::*;
-use labkit::event::Line;
+use logline::event::Line;
 use sampler::sink::Memory;
 use serde_json::json;
 use testkit::events::sampler_errors;

@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use clap::{ArgAction, Parser, ValueEnum};
-use labkit::config::{hostname, parse_bool, parse_duration, parse_fraction};
+use logline::config::{hostname, parse_bool, parse_duration, parse_fraction};
 
 use crate::capacity::Sharing;
 

@@ -11,7 +11,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use labkit::event::SubjectEvent;
+use logline::event::SubjectEvent;
 use serde::Deserialize;
 
 use crate::dependency_client::CheckResult;
@@ -34,7 +34,7 @@ pub fn log_check(state: &AppState, probe: &str, r: &CheckResult) {
     } else {
         SubjectEvent::DependencyCheckFail
     };
-    labkit::log::emit(labkit::event::SubjectLine {
+    logline::log::emit(logline::event::SubjectLine {
         probe: Some(probe.to_owned()),
         target: Some(r.target.clone()),
         status: r.status,
@@ -139,7 +139,7 @@ pub async fn set_settings(State(state): State<AppState>, body: Bytes) -> Respons
         }
         *s
     };
-    labkit::log::emit(labkit::event::SubjectLine {
+    logline::log::emit(logline::event::SubjectLine {
         simulation: Some("dependency".to_owned()),
         detail: Some(format!(
             "healthy={} delay_ms={} fail_rate={}",

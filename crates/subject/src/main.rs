@@ -5,7 +5,7 @@ use clap::Parser;
 
 fn main() {
     let cfg = subject::Config::parse();
-    labkit::log::init("subject");
+    logline::log::init("subject");
     if let Err(e) = cfg.validate() {
         tracing::error!(error = %e, "invalid configuration");
         eprintln!("subject: invalid configuration: {e}");

@@ -16,7 +16,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use labkit::event::SubjectEvent;
+use logline::event::SubjectEvent;
 use tokio::time::Instant;
 
 use crate::config::{AppMode, LogRequests};
@@ -146,7 +146,7 @@ async fn log_request(State(state): State<AppState>, req: Request, next: Next) ->
     let status = resp.status();
     if mode == LogRequests::All || status.as_u16() >= 400 {
         let dur_ms = (start.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
-        labkit::log::emit(labkit::event::SubjectLine {
+        logline::log::emit(logline::event::SubjectLine {
             method: Some(method),
             path: Some(path),
             status: Some(status.as_u16()),
@@ -203,7 +203,7 @@ async fn root(State(state): State<AppState>) -> Response {
         "request_delay_ms": cfg.request_delay_ms,
         "work_ms": cfg.work_ms,
         "capacity_rps": cfg.capacity_rps,
-        "ts": labkit::Timestamp::now(),
+        "ts": logline::Timestamp::now(),
     }))
     .into_response()
 }

@@ -18,7 +18,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hyper::body::Frame;
-use labkit::event::SubjectEvent;
+use logline::event::SubjectEvent;
 use tokio::time::{Instant, Sleep};
 
 use crate::config::LogRequests;
@@ -180,7 +180,7 @@ impl Drop for Trickle {
         } else {
             format!("stream cut: {} of {} bytes sent", self.sent, self.total)
         };
-        labkit::log::emit(labkit::event::SubjectLine {
+        logline::log::emit(logline::event::SubjectLine {
             method: Some("GET".into()),
             path: Some(PATH.into()),
             status: Some(200),

@@ -20,7 +20,7 @@ fn within(actual: Duration, expected: Duration) -> bool {
 }
 
 fn now_ms() -> i64 {
-    labkit::Timestamp::now().epoch_ms()
+    logline::Timestamp::now().epoch_ms()
 }
 
 /// Wall-clock ms of the process's BOOT_START line: timing is measured from it, so the time the
@@ -30,7 +30,7 @@ fn boot_ms(s: &Subject) -> i64 {
     v["ts"]
         .as_str()
         .unwrap()
-        .parse::<labkit::Timestamp>()
+        .parse::<logline::Timestamp>()
         .unwrap()
         .epoch_ms()
 }
@@ -561,7 +561,7 @@ async fn identity_comes_from_container_apps_env_with_fallbacks() {
     let s = Subject::spawn(&[("REVISION", "rev-b")]);
     let r = get(s.port(), "/status").await;
     assert_eq!(r.header("x-revision"), Some("rev-b"));
-    assert_eq!(r.expect_json()["replica"], labkit::config::hostname());
+    assert_eq!(r.expect_json()["replica"], logline::config::hostname());
 }
 
 #[tokio::test]
@@ -615,7 +615,7 @@ async fn every_stdout_line_is_one_json_object() {
     );
     for l in s.stdout() {
         if l.contains("\"kind\":\"subject\"") {
-            labkit::Line::from_json(&l).unwrap_or_else(|e| panic!("{l}: {e}"));
+            logline::Line::from_json(&l).unwrap_or_else(|e| panic!("{l}: {e}"));
         }
     }
     let events: Vec<_> = s

@@ -17,7 +17,7 @@
 
 use std::path::PathBuf;
 
-use labkit::config::parse_duration;
+use logline::config::parse_duration;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use subject::capacity::WorkDist;

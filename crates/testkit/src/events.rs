@@ -1,7 +1,7 @@
-//! Filters over labkit's typed output lines ([`labkit::event::Line`]) that more than one
+//! Filters over logline's typed output lines ([`logline::event::Line`]) that more than one
 //! crate's tests read: the sampler's and audit's, in-process and from their images.
 
-use labkit::event::{Line, SamplerError};
+use logline::event::{Line, SamplerError};
 
 /// Every `SamplerError` line, in order.
 pub fn sampler_errors(lines: &[Line]) -> Vec<&SamplerError> {

@@ -13,7 +13,7 @@
 //!   headers and a body ([`http::fetch`]), and a free-port helper.
 //! - [`subject_status`]: the subject's in-flight count from its `/status`, and a wait for it.
 //! - [`bins`]: `target/<profile>/`, where the workspace's binaries are, checked.
-//! - [`events`]: filters over labkit's typed output lines (the sampler's errors).
+//! - [`events`]: filters over logline's typed output lines (the sampler's errors).
 //! - [`pack`]: a fixture evidence pack copied to a temporary dir.
 //! - [`test_ca`]: a throw-away certificate authority and a server config for 127.0.0.1 it signed.
 //! - [`https_front`]: a recording HTTPS reverse proxy (ARM over TLS with a bearer token, as on

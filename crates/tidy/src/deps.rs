@@ -5,8 +5,8 @@
 //!
 //! ```text
 //! #   runner      -> lab, localplane, arm   (free text)
-//! #   sampler     -> arm, labkit            (tests only: localplane; free text)
-//! #   labkit      -> (nothing local)
+//! #   sampler     -> arm, logline            (tests only: localplane; free text)
+//! #   logline      -> (nothing local)
 //! # Images (subject, loadgen) never depend on localplane or analysis at run time.
 //! ```
 //!
@@ -299,16 +299,16 @@ mod tests {
         let text = "[workspace.dependencies]\n# local crates; the allowed direction:\n\
             #   runner  -> lab, arm   (lab run, job start)\n\
             #   sampler -> arm        (tests only: localplane, as the ARM endpoint)\n\
-            #   labkit  -> (nothing local)\n\
+            #   logline  -> (nothing local)\n\
             # Images (subject, sampler) never depend on localplane or analysis at run time.\n\
-            labkit = { path = \"crates/labkit\" }\n#   late -> x\n";
+            logline = { path = \"crates/logline\" }\n#   late -> x\n";
         let block = parse_block(text).expect("a block");
         assert_eq!(block.crates.len(), 3, "{block:?}");
         let runner = &block.crates["runner"];
         assert_eq!(join(&runner.runtime), "arm, lab");
         assert_eq!(runner.line, 3);
         assert_eq!(join(&block.crates["sampler"].tests_only), "localplane");
-        assert!(block.crates["labkit"].runtime.is_empty());
+        assert!(block.crates["logline"].runtime.is_empty());
         let (_, images, never) = block.images.expect("images line");
         assert_eq!(
             (join(&images), join(&never)),

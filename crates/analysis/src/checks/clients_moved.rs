@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use labkit::event::ClientChange;
+use logline::event::ClientChange;
 use serde_json::json;
 
 use super::{Eval, bounds_text, invalid, judged, load_runs, within_bounds};
@@ -107,7 +107,7 @@ pub(super) fn clients_moved(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval
 
 #[cfg(test)]
 mod tests {
-    use labkit::Timestamp;
+    use logline::Timestamp;
 
     use super::*;
 

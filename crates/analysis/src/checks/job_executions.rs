@@ -12,7 +12,7 @@
 //!
 //! [Observed]: the platform's own records.
 
-use labkit::event::SubjectEvent;
+use logline::event::SubjectEvent;
 use serde_json::json;
 
 use super::{Eval, bounds_text, invalid, judged, scope, within_bounds};

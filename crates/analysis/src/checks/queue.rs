@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use labkit::event::SubjectEvent;
+use logline::event::SubjectEvent;
 use serde_json::json;
 
 use super::{Eval, invalid, judged, scope, scope_words};

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use labkit::event::RevisionStateSample;
+use logline::event::RevisionStateSample;
 use serde_json::json;
 
 use super::{Eval, invalid, judged, scope};

@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use labkit::Line;
-use labkit::clock::window_start_ms;
+use logline::Line;
+use logline::clock::window_start_ms;
 use serde_json::{Map, Value};
 
 use crate::model::{Acc, BucketWindow, FailedReq, Loc, MAX_FAILED, SystemEvent, bump, record_ms};
@@ -87,7 +87,7 @@ pub(crate) fn typed_line(acc: &mut Acc, line: Line) {
         Line::PerturbationWindowMarker(m) => acc.markers.push(m),
         Line::SamplerError(e) => acc.sampler_errors.push(e),
         Line::Subject(s) => {
-            if s.event == labkit::event::SubjectEvent::RequestEnd {
+            if s.event == logline::event::SubjectEvent::RequestEnd {
                 bump(&mut acc.subject_requests, &s.app, 1);
             } else {
                 acc.subject.push(s);

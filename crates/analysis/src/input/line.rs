@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use labkit::Line;
+use logline::Line;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 

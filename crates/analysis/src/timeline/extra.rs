@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use labkit::event::SubjectEvent;
+use logline::event::SubjectEvent;
 use serde_json::{Value, json};
 
 use super::opt;

@@ -4,8 +4,8 @@
 
 use std::io::Write;
 
-use labkit::Timestamp;
-use labkit::event::Req;
+use logline::Timestamp;
+use logline::event::Req;
 
 /// One generated request.
 struct R {
@@ -78,7 +78,7 @@ fn replica(r: &R) -> String {
 
 /// The line loadgen prints for this request.
 fn loadgen_line(r: &R) -> String {
-    labkit::Line::Req(Req {
+    logline::Line::Req(Req {
         ts: Timestamp::from_epoch_ms(r.ts_ms),
         run_id: Some(RUN_ID.to_owned()),
         perturbation_id: Some(format!("p{:02}", r.generation)),

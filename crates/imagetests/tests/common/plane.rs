@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use arm::client::Method;
 use arm::models::{ContainerApp, Replica, Revision};
 use arm::{ArmClient, ClientConfig, Scope, TokenSource};
-use labkit::event::{
+use localplane::RuntimeKind;
+use logline::event::{
     Line, MarkerPhase, PerturbationWindowMarker, ReplicaInventorySample, RevisionStateSample,
 };
-use localplane::RuntimeKind;
 use serde_json::json;
 use testkit::docker::Docker;
 use testkit::localplane::Harness;
@@ -242,7 +242,7 @@ pub async fn lines_of(c: &ContainerAsync<GenericImage>) -> Vec<Line> {
     parse_lines(&String::from_utf8_lossy(&out))
 }
 
-/// Parses JSON lines as labkit's `Line`; panics naming the first line that does not parse.
+/// Parses JSON lines as logline's `Line`; panics naming the first line that does not parse.
 pub fn parse_lines(text: &str) -> Vec<Line> {
     text.lines()
         .enumerate()

@@ -33,7 +33,7 @@ pub struct StartArgs {
     #[arg(value_name = "JOB")]
     pub job: String,
     /// An env variable for this run (repeatable).
-    #[arg(long = "env", value_name = "K=V", value_parser = labkit::config::parse_key_value)]
+    #[arg(long = "env", value_name = "K=V", value_parser = logline::config::parse_key_value)]
     pub env: Vec<(String, String)>,
     /// update-then-start (patch the template, then start; serialised per job) or override.
     #[arg(long, default_value = "update-then-start")]
@@ -42,7 +42,7 @@ pub struct StartArgs {
     #[arg(long)]
     pub wait: bool,
     /// With --wait: the longest wait.
-    #[arg(long, default_value = "1h", value_parser = labkit::config::parse_duration)]
+    #[arg(long, default_value = "1h", value_parser = logline::config::parse_duration)]
     pub timeout: Duration,
     /// Use the localplane `labctl local up` runs (its state dir) instead of Azure.
     #[arg(long)]

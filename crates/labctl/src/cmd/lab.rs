@@ -171,7 +171,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "update-then-start")]
     pub mode: runner::jobs::StartMode,
     /// How long the apps may take to become ready.
-    #[arg(long, default_value = "300s", value_parser = labkit::config::parse_duration)]
+    #[arg(long, default_value = "300s", value_parser = logline::config::parse_duration)]
     pub ready_timeout: Duration,
     #[arg(long, value_enum, default_value = "auto")]
     pub progress: Progress,
@@ -191,12 +191,12 @@ pub struct RunArgs {
     /// Target azure: pull the logs once no Log Analytics table's row count has grown for this
     /// long (ingestion lags the containers by 20 s to 3 min; e.g. 120s, 2m).
     #[arg(long, env = "PROBELAB_LOGS_SETTLE", default_value = "120s",
-        value_parser = labkit::config::parse_duration, value_name = "DURATION")]
+        value_parser = logline::config::parse_duration, value_name = "DURATION")]
     pub logs_settle: Duration,
     /// Target azure: the longest wait for the counts to settle; then what has arrived is pulled
     /// and the progress says so.
     #[arg(long, env = "PROBELAB_LOGS_SETTLE_TIMEOUT", default_value = "15m",
-        value_parser = labkit::config::parse_duration, value_name = "DURATION")]
+        value_parser = logline::config::parse_duration, value_name = "DURATION")]
     pub logs_settle_timeout: Duration,
     /// Multiply every duration of the schedule (for tests; the rule is never scaled).
     #[arg(long, default_value_t = 1.0, hide = true)]

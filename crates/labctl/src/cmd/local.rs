@@ -76,7 +76,7 @@ pub enum LocalCommand {
     },
     /// Stop the localplane `up` started (SIGTERM; containers get their grace periods).
     Down {
-        #[arg(long, default_value = "360s", value_parser = labkit::config::parse_duration)]
+        #[arg(long, default_value = "360s", value_parser = logline::config::parse_duration)]
         wait: Duration,
     },
     /// Is it running, and where?

@@ -60,11 +60,11 @@ pub struct PullArgs {
     pub out: PathBuf,
     /// Pull once no table's row count has grown for this long (e.g. 120s, 2m; 0 = at once).
     #[arg(long, env = "PROBELAB_LOGS_SETTLE", default_value = "120s",
-        value_parser = labkit::config::parse_duration, value_name = "DURATION")]
+        value_parser = logline::config::parse_duration, value_name = "DURATION")]
     pub settle: Duration,
     /// The longest wait for the counts to settle; then what has arrived is written.
     #[arg(long, env = "PROBELAB_LOGS_SETTLE_TIMEOUT", default_value = "15m",
-        value_parser = labkit::config::parse_duration, value_name = "DURATION")]
+        value_parser = logline::config::parse_duration, value_name = "DURATION")]
     pub settle_timeout: Duration,
     /// A subscription id to scrub wherever it appears (ids in resource paths are scrubbed
     /// anyway).

@@ -27,7 +27,7 @@ pub struct RuleArgs {
     #[arg(long, default_value_t = 0.5, value_name = "PCT")]
     pub threshold: f64,
     /// Window length (`10s`, `1m`); every input is re-binned into windows aligned to the epoch.
-    #[arg(long, default_value = "10s", value_parser = labkit::config::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "10s", value_parser = logline::config::parse_duration, value_name = "DURATION")]
     pub window: std::time::Duration,
     /// Lab file with `[hypothesis]`, `[rule]`, `[preconditions]`, `[phases]`
     /// [default: lab.toml in the output directory, when present].

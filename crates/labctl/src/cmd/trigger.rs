@@ -65,7 +65,7 @@ pub struct Args {
 }
 
 fn secs(s: &str) -> anyhow::Result<String> {
-    let d = labkit::config::parse_duration(s)?;
+    let d = logline::config::parse_duration(s)?;
     Ok(format!("{}s", d.as_secs().max(1)))
 }
 

@@ -263,7 +263,7 @@ fn add_revision_if_changed(
             ),
         ));
     }
-    let now = labkit::Timestamp::now();
+    let now = logline::Timestamp::now();
     app.revisions.push(Revision {
         name: rev_name,
         created: now,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use labkit::Timestamp;
+use logline::Timestamp;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use labkit::Timestamp;
+use logline::Timestamp;
 use serde_json::{Value, json};
 
 use super::{App, LABEL_EXTENSION, Revision};

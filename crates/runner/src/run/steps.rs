@@ -473,7 +473,7 @@ async fn wait_for_jobs(
         + loads
             .iter()
             .filter_map(|l| l.timeout.as_deref())
-            .filter_map(|v| labkit::config::parse_duration(v).ok())
+            .filter_map(|v| logline::config::parse_duration(v).ok())
             .max()
             .unwrap_or_default();
     for exec in started {

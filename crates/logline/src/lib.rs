@@ -1,4 +1,5 @@
-//! labkit: what every probelab crate shares.
+//! logline: the JSON log lines every probelab image prints and the analysis reads, and what
+//! every binary shares to print them.
 //!
 //! - [`event`]: the JSON line kinds (one serde type per kind) — the contract between the images,
 //!   the log tables and the analysis.

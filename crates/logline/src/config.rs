@@ -2,7 +2,7 @@
 //!
 //! Every probelab binary takes its configuration from flags and from environment variables (clap
 //! `env`), keeping the original labs' variable names. These parsers make the same text mean the
-//! same thing everywhere; plug them into clap with `value_parser = labkit::config::parse_duration`.
+//! same thing everywhere; plug them into clap with `value_parser = logline::config::parse_duration`.
 
 use std::time::Duration;
 
