@@ -15,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t0 = Instant::now();
     let a = analysis::analyze(inputs, &analysis::Options::default())?;
     let t1 = Instant::now();
-    analysis::pack::write(&a, out, analysis::pack::Parts::All)?;
+    analysis::render::pack::write(&a, out, analysis::render::pack::Parts::All)?;
     let v = &a.verdict;
     println!(
         "verdict: {} (falsified: {}); {} lines, {} windows, {} requests, {} errors; read+compute {:.3} s, write {:.3} s",

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::strength::{self, Blindness, ErrorRate, pct_text};
-use crate::verdict::{Outcome, Status};
+use crate::judge::strength::{self, Blindness, ErrorRate, pct_text};
+use crate::judge::verdict::{Outcome, Status};
 use crate::{Analysis, Error, EventSummary};
 
 /// One run of the campaign.
@@ -369,9 +369,9 @@ impl Campaign {
             serde_json::to_vec_pretty(self).map_err(|e| Error::Internal(e.to_string()))?;
         json.push(b'\n');
         let j = dir.join("campaign.json");
-        crate::pack::write_atomic(&j, &json)?;
+        crate::render::pack::write_atomic(&j, &json)?;
         let m = dir.join("campaign.md");
-        crate::pack::write_atomic(&m, self.render().as_bytes())?;
+        crate::render::pack::write_atomic(&m, self.render().as_bytes())?;
         Ok(vec![j, m])
     }
 }

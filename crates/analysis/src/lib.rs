@@ -1,55 +1,40 @@
 //! analysis: from log tables to a mechanical verdict, tables, report and charts.
 //!
-//! [`analyze`] reads any mix of inputs ([`input`] detects each file's shape), folds them into
-//! per-run windows ([`model::Acc`], streaming), and computes the tables Q1–Q7, the error
-//! forensics and the extra analyses ([`rule`], [`timeline`]), the gates and the verdict
-//! ([`verdict`]). [`pack::write`] writes them as an evidence pack: `tables/*.{json,tsv}`,
-//! `gates.json`, `verdict.json`, `report.md` ([`report`]) with `charts/*.svg` ([`charts`]: the
-//! shared-time-axis timeline of [`timeline_svg`]), `report.html` ([`html`]: the same, one
-//! self-contained page) and `manifest.sha256`, every file atomically.
+//! Three layers, each depending only on those before it: [`read`], [`judge`], [`render`].
+//! [`analyze`] reads any mix of inputs ([`read::input`] detects each file's shape), folds them
+//! into per-run windows ([`read::model::Acc`], streaming), and computes the tables Q1–Q7, the
+//! error forensics and the extra analyses ([`judge::rule`], [`judge::timeline`]), the gates and
+//! the verdict ([`judge::verdict`]). [`render::pack::write`] writes them as an evidence pack:
+//! `tables/*.{json,tsv}`, `gates.json`, `verdict.json`, `report.md` ([`render::report`]) with
+//! `charts/*.svg` ([`render::charts`]: the shared-time-axis timeline of
+//! [`render::timeline_svg`]), `report.html` ([`render::html`]: the same, one self-contained
+//! page) and `manifest.sha256`, every file atomically. [`campaign`] judges and renders several
+//! runs of one lab together.
 //!
 //! **Invariant:** analysis does no network I/O and never writes outside the output directory.
 
 pub mod atomic;
 pub mod campaign;
-pub mod charts;
-pub mod checks;
-pub mod clients;
-pub mod events;
-pub mod evidence;
-pub mod html;
-pub mod input;
-pub mod job_executions;
-pub mod job_replicas;
-pub mod lab;
-pub mod model;
-pub mod pack;
-pub mod report;
-pub mod rule;
-pub mod runs;
-pub mod strength;
+pub mod judge;
+pub mod read;
+pub mod render;
 pub mod table;
-pub mod timeline;
-pub mod timeline_series;
-pub mod timeline_svg;
 pub mod ts;
-pub mod verdict;
-pub mod wording;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-pub use events::EventSummary;
-pub use evidence::{Level, Statement};
-pub use lab::LabFile;
-pub use rule::{BucketRow, Rule, RuleError, RunSummary, Streak};
-pub use runs::RunsRecord;
+pub use judge::events::EventSummary;
+pub use judge::rule::{BucketRow, Rule, RuleError, RunSummary, Streak};
+pub use judge::verdict::{Gate, Outcome, Verdict};
+pub use read::evidence::{Level, Statement};
+pub use read::lab::LabFile;
+pub use read::runs::RunsRecord;
 pub use table::Table;
-pub use verdict::{Gate, Outcome, Verdict};
 
-use crate::model::{Acc, InputStats};
+use crate::read::model::{Acc, InputStats};
 use crate::table::{num, pct};
 use crate::ts::{iso_ms, iso_s};
 
@@ -61,7 +46,7 @@ pub enum Error {
     #[error("lab file {path}: {msg}")]
     Lab { path: String, msg: String },
     #[error("invalid rule: {0}")]
-    Rule(rule::RuleError),
+    Rule(judge::rule::RuleError),
     #[error("no input files found in {0}")]
     NoInputs(String),
     #[error("{0}")]
@@ -147,12 +132,12 @@ pub fn analyze(inputs: &[PathBuf], opts: &Options) -> Result<Analysis, Error> {
     let cap = lab.cap()?;
     let rule = opts.rule.clone().with_lab(&lab).map_err(Error::Rule)?;
     rule.validate().map_err(Error::Rule)?;
-    let files = input::collect(inputs)?;
+    let files = read::input::collect(inputs)?;
     if files.is_empty() {
         let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
         return Err(Error::NoInputs(names.join(", ")));
     }
-    let acc = input::read_all(&files, rule.window_s as i64 * 1000)?;
+    let acc = read::input::read_all(&files, rule.window_s as i64 * 1000)?;
     let runs = read_runs(lab_path.as_deref(), inputs);
     Ok(compute_with_runs(
         acc, lab, lab_path, runs, cap, rule, files,
@@ -163,14 +148,14 @@ pub fn analyze(inputs: &[PathBuf], opts: &Options) -> Result<Analysis, Error> {
 pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsRecord, NoRuns> {
     let beside_lab = lab_path
         .and_then(Path::parent)
-        .map(|d| d.join(runs::RUNS_FILE));
+        .map(|d| d.join(read::runs::RUNS_FILE));
     let path = beside_lab
         .into_iter()
         .chain(
             inputs
                 .iter()
                 .filter(|p| p.is_dir())
-                .map(|d| d.join(runs::RUNS_FILE)),
+                .map(|d| d.join(read::runs::RUNS_FILE)),
         )
         .find(|p| p.is_file());
     match path {
@@ -220,38 +205,43 @@ pub fn compute_with_runs(
     files: Vec<PathBuf>,
 ) -> Analysis {
     let wms = acc.window_ms;
-    let (q2, runs) = rule::buckets_and_summaries(&acc, &lab, runs_file.as_ref().ok(), &rule);
-    let (streaks, longest) = rule::streaks(&q2, &rule, wms);
-    let phases = rule::phases(&q2, &rule, &longest);
+    let (q2, runs) = judge::rule::buckets_and_summaries(&acc, &lab, runs_file.as_ref().ok(), &rule);
+    let (streaks, longest) = judge::rule::streaks(&q2, &rule, wms);
+    let phases = judge::rule::phases(&q2, &rule, &longest);
     let q2_name = format!("q2-buckets-{}s", rule.window_s);
     let events = match &runs_file {
-        Ok(rf) => events::evaluate(&acc, rf),
+        Ok(rf) => judge::events::evaluate(&acc, rf),
         Err(_) => Vec::new(),
     };
     let mut tables = vec![
         q1_table(&runs),
         q2_table(&q2, &q2_name, &rule),
         errors_by_revision_table(&acc, &runs),
-        timeline::q3(&acc, &events),
-        timeline::q4(&acc),
+        judge::timeline::q3(&acc, &events),
+        judge::timeline::q4(&acc),
         q5_table(&streaks, &longest, &runs, &rule),
         q6_table(&phases, &rule),
-        timeline::q7(&acc),
+        judge::timeline::q7(&acc),
     ];
     // Q8 only where the lab has jobs under test (the other labs' reports stay as they were).
     if !lab.jobs.is_empty() {
         let jobs: Vec<&str> = lab.jobs.iter().map(|j| j.name.as_str()).collect();
-        tables.push(job_executions::q8(&acc, &jobs));
+        tables.push(judge::job_executions::q8(&acc, &jobs));
     }
     let targets = load_targets(&lab, runs_file.as_ref().ok());
-    let (forensics, mut statements) = timeline::forensics(&acc, &q2, &q2_name, cap, &targets);
+    let (forensics, mut statements) =
+        judge::timeline::forensics(&acc, &q2, &q2_name, cap, &targets);
     tables.push(forensics);
-    tables.push(timeline::headroom(&acc, &lab, runs_file.as_ref().ok()));
-    tables.push(timeline::cutover(&acc));
-    tables.push(timeline::inflight(&acc, cap, &mut statements));
-    tables.push(timeline::restart_cadence(&acc));
+    tables.push(judge::timeline::headroom(
+        &acc,
+        &lab,
+        runs_file.as_ref().ok(),
+    ));
+    tables.push(judge::timeline::cutover(&acc));
+    tables.push(judge::timeline::inflight(&acc, cap, &mut statements));
+    tables.push(judge::timeline::restart_cadence(&acc));
     let mut check_statements = Vec::new();
-    let ctx = verdict::Ctx {
+    let ctx = judge::verdict::Ctx {
         acc: &acc,
         lab: &lab,
         rule: &rule,
@@ -262,24 +252,24 @@ pub fn compute_with_runs(
         events: &events,
     };
     let (gates, verdict) = if lab.is_observation() {
-        let inp = checks::Inputs {
+        let inp = judge::checks::Inputs {
             acc: &acc,
             runs: runs_file.as_ref(),
             q2: &q2,
             q2_name: &q2_name,
         };
-        let results = checks::evaluate(&lab, &inp);
+        let results = judge::checks::evaluate(&lab, &inp);
         check_statements = statements_of_checks(&results);
         let gates = results.into_iter().map(|r| r.gate).collect();
-        verdict::decide_observation(&ctx, gates)
+        judge::verdict::decide_observation(&ctx, gates)
     } else {
-        verdict::decide(&ctx, &streaks)
+        judge::verdict::decide(&ctx, &streaks)
     };
     statements.extend(cross_check_statements(&runs));
     let events: Vec<EventSummary> = events
         .into_iter()
         .map(|e| {
-            let burst = events::burst_in(&e, &streaks, wms);
+            let burst = judge::events::burst_in(&e, &streaks, wms);
             EventSummary { burst, ..e.summary }
         })
         .collect();
@@ -306,13 +296,13 @@ pub fn compute_with_runs(
 }
 
 /// One finding per check: observed, NOT observed or not evaluated, and why.
-fn statements_of_checks(results: &[checks::CheckResult]) -> Vec<Statement> {
+fn statements_of_checks(results: &[judge::checks::CheckResult]) -> Vec<Statement> {
     let mut out = Vec::new();
     for r in results {
         let st = match r.gate.status {
-            verdict::Status::Pass => "observed",
-            verdict::Status::Fail => "NOT observed",
-            verdict::Status::NotEvaluated => "not evaluated",
+            judge::verdict::Status::Pass => "observed",
+            judge::verdict::Status::Fail => "NOT observed",
+            judge::verdict::Status::NotEvaluated => "not evaluated",
         };
         out.push(Statement::new(
             r.level,
@@ -346,7 +336,7 @@ fn cross_check_statements(runs: &[RunSummary]) -> Vec<Statement> {
                     c.gap,
                     c.resolution,
                     match r.source {
-                        rule::Source::Req => "req",
+                        judge::rule::Source::Req => "req",
                         _ => "bucket",
                     }
                 ),
@@ -358,7 +348,7 @@ fn cross_check_statements(runs: &[RunSummary]) -> Vec<Statement> {
 
 /// One phase's finding: a falsification lab's against its rule's threshold; an observation
 /// lab's (no rule) in what was measured only, its windows with an error.
-fn phase_statement(p: &rule::PhaseRow, observation: bool) -> String {
+fn phase_statement(p: &judge::rule::PhaseRow, observation: bool) -> String {
     if observation {
         format!(
             "{}: {} error(s) in {} requests ({:.3} %) over {} windows ({} run(s)); worst window {:.3} %, {} window(s) with an error.",
@@ -388,7 +378,7 @@ fn phase_statement(p: &rule::PhaseRow, observation: bool) -> String {
 
 fn summary_statements(
     v: &Verdict,
-    phases: &[rule::PhaseRow],
+    phases: &[judge::rule::PhaseRow],
     acc: &Acc,
     observation: bool,
 ) -> Vec<Statement> {
@@ -666,7 +656,7 @@ fn q5_table(
     t
 }
 
-fn q6_table(phases: &[rule::PhaseRow], rule: &Rule) -> Table {
+fn q6_table(phases: &[judge::rule::PhaseRow], rule: &Rule) -> Table {
     let mut t = Table::new(
         "q6-phase-comparison",
         &format!("Q6: per phase (threshold {} %)", rule.threshold_pct),
@@ -708,7 +698,7 @@ fn q6_table(phases: &[rule::PhaseRow], rule: &Rule) -> Table {
 /// The exact 95 % interval of `err` in `requests` as two percentage cells (null without
 /// requests), to six decimals as `err_pct`.
 fn interval_cells(err: u64, requests: u64) -> (Value, Value) {
-    match strength::ErrorRate::new(err, requests) {
+    match judge::strength::ErrorRate::new(err, requests) {
         Some(r) => (pct(r.lo_pct), pct(r.hi_pct)),
         None => (Value::Null, Value::Null),
     }

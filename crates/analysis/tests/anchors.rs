@@ -80,7 +80,7 @@ fn azures_recorded_rollouts_stop_old_replicas_without_a_restart() {
     // "... exit code '' and reason 'ManuallyStopped'", which is not a container restart.
     let a = run("q7-system-events-timeline-20260613055431.json");
     assert_eq!(a.stats().unparseable, 0);
-    let kinds = analysis::wording::terminations(&a.acc.system);
+    let kinds = analysis::read::wording::terminations(&a.acc.system);
     assert_eq!(kinds.len(), 48);
     assert!(
         kinds

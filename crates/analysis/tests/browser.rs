@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use analysis::{Options, analyze, find_lab, pack};
+use analysis::render::pack;
+use analysis::{Options, analyze, find_lab};
 use serde_json::Value;
 
 fn chromium() -> Option<PathBuf> {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use analysis::verdict::Status;
+use analysis::judge::verdict::Status;
 use analysis::{Analysis, Options, Outcome, analyze, find_lab};
 
 fn pack(checks: &str, with_runs: bool) -> (tempfile::TempDir, PathBuf) {
@@ -298,7 +298,7 @@ min = 3
     assert_eq!(a.verdict.verdict, Outcome::Held, "{:?}", a.gates);
     assert!(!a.verdict.falsified);
     let dir = tempfile::tempdir().unwrap();
-    analysis::pack::write(&a, dir.path(), analysis::pack::Parts::All).unwrap();
+    analysis::render::pack::write(&a, dir.path(), analysis::render::pack::Parts::All).unwrap();
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.starts_with("# Verdict: HELD"), "{md}");
     assert!(
@@ -422,7 +422,7 @@ fn every_catalogue_check_kind_is_evaluated() {
         }
         for c in &lab.checks {
             assert!(
-                analysis::checks::KINDS.contains(&c.kind.as_str()),
+                analysis::judge::checks::KINDS.contains(&c.kind.as_str()),
                 "{}: check {:?} has kind {:?}",
                 p.display(),
                 c.name,
@@ -922,7 +922,7 @@ fn an_observation_labs_findings_speak_of_no_threshold() {
         "{texts:#?}"
     );
     // report.md says the same.
-    let md = analysis::report::render(&a, &[]);
+    let md = analysis::render::report::render(&a, &[]);
     assert!(md.contains("2 window(s) with an error"), "{md}");
     assert!(!md.contains("above the threshold"));
 }

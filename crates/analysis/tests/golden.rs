@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use analysis::rule::Source;
+use analysis::judge::rule::Source;
 use analysis::{Analysis, Options, Outcome, analyze};
 
 fn fixture(name: &str) -> PathBuf {

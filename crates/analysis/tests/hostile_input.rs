@@ -19,7 +19,7 @@ fn escape_sequences_in_a_log_line_are_quoted_escaped() {
     let a = run(format!("{evil}\n{{\"kind\":\"bucket\", \"ts\": 5\n").as_bytes());
     let s = a.stats();
     assert_eq!(s.unparseable, 2, "{:?}", s.quoted);
-    let md = analysis::report::render(&a, &[]);
+    let md = analysis::render::report::render(&a, &[]);
     for text in s
         .quoted
         .iter()
@@ -96,7 +96,7 @@ proptest! {
         for (_, q) in &s.quoted {
             prop_assert!(!q.chars().any(char::is_control), "raw control character in {q:?}");
         }
-        let md = analysis::report::render(&a, &[]);
+        let md = analysis::render::report::render(&a, &[]);
         prop_assert!(!md.chars().any(|c| c.is_control() && c != '\n'), "raw control character in report.md");
     }
 }
@@ -105,11 +105,11 @@ proptest! {
 /// values above the destination's bound; those are now clamped, as recording clamps).
 #[test]
 fn merging_latency_histograms_keeps_every_count() {
-    let mut dst = analysis::model::new_hist();
+    let mut dst = analysis::read::model::new_hist();
     let mut src = hdrhistogram::Histogram::<u32>::new(2).unwrap(); // auto-resizing
     src.record(7_200_000_000).unwrap(); // 2 h in µs: above new_hist's 1 h bound
     src.record(1_000).unwrap();
-    analysis::model::merge_hist(&mut dst, &src);
+    analysis::read::model::merge_hist(&mut dst, &src);
     assert_eq!(dst.len(), 2);
     assert!(
         dst.max() >= 3_500_000_000,

@@ -7,7 +7,7 @@
 mod planted;
 
 use analysis::Analysis;
-use analysis::verdict::Status;
+use analysis::judge::verdict::Status;
 use planted::{analyze_pack, iso_ms, status};
 
 const T0: i64 = 1_782_900_000; // 2026-07-01T10:00:00Z

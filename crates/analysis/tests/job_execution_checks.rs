@@ -8,7 +8,7 @@
 mod planted;
 
 use analysis::Analysis;
-use analysis::verdict::Status;
+use analysis::judge::verdict::Status;
 use planted::{analyze_pack, iso_ms, status};
 
 const T0: i64 = 1_782_900_000; // 2026-07-01T10:00:00Z
@@ -317,7 +317,7 @@ fn executions_at_once_are_counted_from_their_rows_on_both_sides() {
 #[test]
 fn a_jobs_only_timeline_draws_replicas_and_statuses_without_empty_load_panels() {
     let a = pack(&failing(3, 1.0, 1), FAILED);
-    let svg = analysis::timeline_svg::lab(&a).unwrap();
+    let svg = analysis::render::timeline_svg::lab(&a).unwrap();
     let panels: Vec<&str> = svg
         .match_indices(r#"data-panel=""#)
         .map(|(i, m)| {

@@ -246,6 +246,6 @@ fn q3_query_finds_weight_changes_as_the_analysis_does() {
     }
     assert_eq!(
         detail,
-        analysis::timeline::weight_detail("subject--canary", 0, 10)
+        analysis::judge::timeline::weight_detail("subject--canary", 0, 10)
     );
 }

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use analysis::{Analysis, Options, Outcome, analyze, find_lab, pack};
+use analysis::render::pack;
+use analysis::{Analysis, Options, Outcome, analyze, find_lab};
 
 fn copy_pack() -> (tempfile::TempDir, PathBuf) {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rollout-pack");

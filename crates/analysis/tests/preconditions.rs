@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use analysis::rule::Source;
-use analysis::verdict::Status;
+use analysis::judge::rule::Source;
+use analysis::judge::verdict::Status;
 use analysis::{Analysis, Gate, Options, Outcome, analyze, find_lab};
 use serde_json::{Value, json};
 
@@ -191,7 +191,7 @@ fn the_clean_pack_holds_with_every_precondition_passing() {
     // From the fire time to the step's end: the main stream's 502 and the side stream's reset.
     assert_eq!(e.errors_in_window, 2);
     assert!(e.observed && e.problem.is_none());
-    let md = analysis::report::render(&a, &[]);
+    let md = analysis::render::report::render(&a, &[]);
     let events_at = md.find("## Events").unwrap();
     assert!(events_at < md.find("## Gates").unwrap());
     assert!(
@@ -322,7 +322,7 @@ fn an_event_with_no_rollout_is_invalid_naming_it() {
         "{d}"
     );
     assert!(!a.events[0].observed);
-    let md = analysis::report::render(&a, &[]);
+    let md = analysis::render::report::render(&a, &[]);
     assert!(md.contains("| **NO**: no new revision of subject"), "{md}");
 }
 

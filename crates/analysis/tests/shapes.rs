@@ -61,7 +61,7 @@ fn every_shape_gives_the_same_q1_and_q2() {
         let path = write(dir.path(), shape);
         let size = std::fs::metadata(&path).unwrap().len();
         assert!(
-            size > analysis::input::PARALLEL_MIN_BYTES,
+            size > analysis::read::input::PARALLEL_MIN_BYTES,
             "{shape}: large enough to be cut across threads"
         );
         let got = tables(&path);

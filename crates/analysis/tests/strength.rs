@@ -7,7 +7,7 @@
 //! with the error rate's exact interval.
 #![allow(clippy::unwrap_used)]
 
-use analysis::strength::{Blindness, Visibility};
+use analysis::judge::strength::{Blindness, Visibility};
 use analysis::{Analysis, Options, Outcome, Rule, analyze};
 use serde_json::json;
 
@@ -72,7 +72,7 @@ fn an_8_s_outage_is_held_and_the_report_says_the_rule_cannot_see_it() {
     }
     let a = outage(13_000, 8_000);
     assert_eq!(a.verdict.judged_errors, 1_600);
-    let md = analysis::report::render(&a, &[]);
+    let md = analysis::render::report::render(&a, &[]);
     assert!(
         md.contains("- **what the rule cannot see:** At 200 RPS this rule cannot see an outage (every request failing) of 2021 requests or fewer (10.105 s)"),
         "{md}"
@@ -88,7 +88,7 @@ fn an_8_s_outage_is_held_and_the_report_says_the_rule_cannot_see_it() {
         md.contains("- **error rate:** 1600 errors in 16000 requests: 10.000 % (95 % CI "),
         "{md}"
     );
-    let html = analysis::html::render(&a, &a.events, &Default::default());
+    let html = analysis::render::html::render(&a, &a.events, &Default::default());
     assert!(html.contains("<dt>what the rule cannot see</dt>"), "{html}");
 }
 
@@ -98,7 +98,7 @@ fn a_25_s_outage_is_falsified_wherever_it_falls() {
         assert_eq!(o, Outcome::Falsified);
     }
     let a = outage(12_345, 25_000);
-    let md = analysis::report::render(&a, &[]);
+    let md = analysis::render::report::render(&a, &[]);
     assert!(md.contains("- **bursts:** "), "{md}");
     // Each burst's interval is in Q5 too.
     let q5 = a.table("q5-").unwrap();

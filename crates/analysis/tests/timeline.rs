@@ -7,9 +7,10 @@
 
 use std::path::PathBuf;
 
-use analysis::html::{self, HtmlOptions};
+use analysis::judge::timeline_series;
+use analysis::render::html::{self, HtmlOptions};
+use analysis::render::timeline_svg;
 use analysis::{Analysis, EventSummary, Options, analyze, find_lab};
-use analysis::{timeline_series, timeline_svg};
 
 /// The analysis of the pack `tests/fixtures/<name>` as `labctl analyze` makes it.
 fn fixture(name: &str) -> Analysis {
@@ -181,7 +182,7 @@ fn report_html_lists_gates_then_timeline_then_each_event() {
             new_revision: None,
             transition_s: None,
             errors_in_window: 7,
-            window_error_rate: analysis::strength::ErrorRate::new(7, 2_000),
+            window_error_rate: analysis::judge::strength::ErrorRate::new(7, 2_000),
             worst_window_err_pct: Some(0.7),
             burst: false,
             observed: false,

@@ -3,7 +3,7 @@
 //! [`lab::load`](crate::load) validates every entry against [`CheckKind::params`] (which keys a
 //! kind needs, which it accepts, the range of each value, and that its `app`, `load`, `scenario`
 //! and `step` exist in the lab), so a typo is a lab-file error before anything runs. The analysis
-//! (`analysis::checks`) reads the same [`Check`] type and evaluates each kind; its exhaustive
+//! (`analysis::judge::checks`) reads the same [`Check`] type and evaluates each kind; its exhaustive
 //! match on [`CheckKind`] makes a kind added here a compile error there until it is evaluated.
 //!
 //! An unknown `kind` still deserializes (as [`CheckKind::Unknown`]) so that the analysis of a

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-pub use analysis::runs::{
+pub use analysis::read::runs::{
     ActionRecord, LogWriteFailure, RUNS_FILE, RunRecord, RunsRecord, StepRecord,
 };
 use chrono::{DateTime, Utc};
@@ -64,7 +64,7 @@ pub fn create(
 
 /// Writes a file atomically (temp file beside it, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
-    analysis::pack::write_atomic(path, bytes).map_err(RunError::from)
+    analysis::render::pack::write_atomic(path, bytes).map_err(RunError::from)
 }
 
 /// A log-write failure of localplane's sink as `runs.json` records it, with the path made

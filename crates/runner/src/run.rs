@@ -222,7 +222,7 @@ pub async fn analyze(pack: &Path) -> Result<analysis::Analysis, RunError> {
             lab: analysis::find_lab(None, Some(&pack)),
         };
         let a = analysis::analyze(std::slice::from_ref(&pack), &opts)?;
-        analysis::pack::write(&a, &pack, analysis::pack::Parts::All)?;
+        analysis::render::pack::write(&a, &pack, analysis::render::pack::Parts::All)?;
         Ok::<_, RunError>(a)
     })
     .await

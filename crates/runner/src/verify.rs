@@ -101,7 +101,7 @@ mod tests {
         std::fs::create_dir_all(d.path().join("logs")).unwrap();
         std::fs::write(d.path().join("lab.toml"), "x").unwrap();
         std::fs::write(d.path().join("logs/a.ndjson"), "{}\n").unwrap();
-        analysis::pack::write_manifest(d.path()).unwrap();
+        analysis::render::pack::write_manifest(d.path()).unwrap();
         let r = verify(d.path()).unwrap();
         assert!(r.ok(), "{r:?}");
         assert_eq!(r.checked, 2);

@@ -72,7 +72,7 @@ async fn scale_in_short_grace_is_falsified() {
 }
 
 /// The rule's streaks (3 or more bad windows) in judged runs.
-fn judged_streaks(o: &runner::RunOutcome) -> Vec<&analysis::rule::Streak> {
+fn judged_streaks(o: &runner::RunOutcome) -> Vec<&analysis::judge::rule::Streak> {
     let a = o.analysis.as_ref().unwrap();
     a.streaks
         .iter()

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use analysis::verdict::Status;
+use analysis::judge::verdict::Status;
 use analysis::{Analysis, Options, analyze, find_lab};
 
 /// Epoch ms as RFC 3339 with milliseconds, as our lines write `ts`.

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use analysis::{Outcome, pack};
+use analysis::Outcome;
+use analysis::render::pack;
 use anyhow::{Context, bail};
 
 use super::RuleArgs;
@@ -117,7 +118,7 @@ pub fn print_summary(a: &analysis::Analysis, out: &std::path::Path) {
     println!("report: {}", out.join("report.md").display());
     println!(
         "report.html: {}",
-        out.join(analysis::html::REPORT_HTML).display()
+        out.join(analysis::render::html::REPORT_HTML).display()
     );
 }
 

@@ -179,7 +179,7 @@ fn print_summary(c: &Campaign, out: &Path) {
             "events with a burst: {} of {}; the per-event burst probability is below {} % at 95 %",
             b.with_burst,
             b.events,
-            analysis::strength::pct_text(b.ci95_hi_pct)
+            analysis::judge::strength::pct_text(b.ci95_hi_pct)
         );
     }
     if let Some(r) = &c.pooled_error_rate {

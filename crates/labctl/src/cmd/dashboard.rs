@@ -1,7 +1,7 @@
 //! `labctl lab run --dashboard [127.0.0.1:PORT]`: a live view of a running lab.
 //!
 //! Serves report.html rendered from the pack so far (the same page the pack gets at the end:
-//! [`analysis::html`]), re-analysed every rule window and reloaded by the browser as often
+//! [`analysis::render::html`]), re-analysed every rule window and reloaded by the browser as often
 //! (`<meta http-equiv="refresh">`, no script). It listens on 127.0.0.1 only (any other address is
 //! refused when the flag is parsed), answers `GET /` (and `/report.html`) and nothing else, and
 //! stops with the run: the listener closes when [`Dashboard::stop`] is called or the handle
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use analysis::html::{self, HtmlOptions};
+use analysis::render::html::{self, HtmlOptions};
 use anyhow::Context;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -101,7 +101,7 @@ fn waiting_page(out: &Path, refresh_s: u64) -> String {
          <meta http-equiv=\"refresh\" content=\"{refresh_s}\"><title>probelab: waiting for the pack</title></head>\
          <body><p id=\"live\">The run has not written its evidence pack under {} yet; this page reloads every {refresh_s} s.</p></body></html>\n",
         html::CSP,
-        analysis::timeline_svg::esc(&out.display().to_string())
+        analysis::render::timeline_svg::esc(&out.display().to_string())
     )
 }
 
@@ -180,8 +180,8 @@ fn render_pack(pack: &Path, every: Option<Duration>) -> (String, Duration) {
                  <body><p id=\"live\">{} at {now}: nothing to show yet ({}).</p></body></html>\n",
                 html::CSP,
                 window.as_secs().max(1),
-                analysis::timeline_svg::esc(&pack.display().to_string()),
-                analysis::timeline_svg::esc(&e.to_string())
+                analysis::render::timeline_svg::esc(&pack.display().to_string()),
+                analysis::render::timeline_svg::esc(&e.to_string())
             );
             (text, window)
         }

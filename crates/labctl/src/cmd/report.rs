@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use analysis::pack;
+use analysis::render::pack;
 use anyhow::{Context, bail};
 
 use super::RuleArgs;

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use analysis::verdict::{Gate, Status};
+use analysis::judge::verdict::{Gate, Status};
 use runner::progress::ProgressMode;
 use runner::run::{LocalRuntime, RunOptions, TargetChoice};
 
