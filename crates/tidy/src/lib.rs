@@ -26,6 +26,8 @@
 //!   unless a `//! Long on purpose:` line of its doc says why.
 //! - [`Rule::ArchitectureTable`] ([`architecture`]): docs/ARCHITECTURE.md's table of these
 //!   rules names exactly [`Rule::ALL`].
+//! - [`Rule::LayerOrder`] ([`layers`]): in a crate split into layers (analysis: `read`,
+//!   `judge`, `render`), no layer names one above it.
 //! - [`Rule::DocumentLength`] ([`documents`]): README.md and docs/ARCHITECTURE.md stay within
 //!   their lengths (15,000 and 30,000 characters).
 
@@ -35,6 +37,7 @@ pub mod deps;
 pub mod docker;
 pub mod documents;
 pub mod errors;
+pub mod layers;
 pub mod lexer;
 pub mod long_fns;
 pub mod long_modules;
@@ -57,6 +60,7 @@ pub enum Rule {
     ModuleDoc,
     ErrorContext,
     ModuleCycle,
+    LayerOrder,
     LongFunction,
     LongModule,
     ArchitectureTable,
@@ -66,7 +70,7 @@ pub enum Rule {
 impl Rule {
     /// Every rule, in the order docs/ARCHITECTURE.md's table lists them. [`Rule::name`]'s
     /// exhaustive match is what a new rule must be added to first.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 13] = [
         Rule::DependencyDirection,
         Rule::Anyhow,
         Rule::StringError,
@@ -75,6 +79,7 @@ impl Rule {
         Rule::ModuleDoc,
         Rule::ErrorContext,
         Rule::ModuleCycle,
+        Rule::LayerOrder,
         Rule::LongFunction,
         Rule::LongModule,
         Rule::ArchitectureTable,
@@ -92,6 +97,7 @@ impl Rule {
             Rule::ModuleDoc => "ModuleDoc",
             Rule::ErrorContext => "ErrorContext",
             Rule::ModuleCycle => "ModuleCycle",
+            Rule::LayerOrder => "LayerOrder",
             Rule::LongFunction => "LongFunction",
             Rule::LongModule => "LongModule",
             Rule::ArchitectureTable => "ArchitectureTable",
@@ -147,6 +153,7 @@ pub fn check(root: &Path) -> Result<Vec<Violation>, TidyError> {
     found.extend(docker::check(&ws));
     found.extend(errors::check(&ws));
     found.extend(cycles::check(&ws));
+    found.extend(layers::check(&ws));
     found.extend(long_fns::check(&ws));
     found.extend(long_modules::check(&ws));
     found.extend(architecture::check(&ws));

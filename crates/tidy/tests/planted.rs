@@ -638,3 +638,85 @@ fn a_tree_without_a_readme_fails() {
         fs::remove_file(root.join("README.md")).expect("remove");
     });
 }
+
+/// Plants crate `analysis` with the modules `layers` (each with one function `f`): `read`'s
+/// body is `read_uses`, `judge` calls `read`, `render` calls both.
+fn plant_layers(root: &Path, read_uses: &str, layers: &[&str]) {
+    edit(
+        root,
+        "Cargo.toml",
+        "#   testkit  -> (nothing local)",
+        "#   testkit  -> (nothing local)\n#   analysis -> (nothing local)",
+    );
+    write(
+        root,
+        "crates/analysis/Cargo.toml",
+        &manifest("analysis", "", ""),
+    );
+    let mods: String = layers.iter().map(|l| format!("pub mod {l};\n")).collect();
+    write(
+        root,
+        "crates/analysis/src/lib.rs",
+        &format!("//! The library.\n{mods}"),
+    );
+    for layer in layers {
+        let body = match *layer {
+            "read" => format!("pub fn f() {{ {read_uses} }}\n"),
+            "judge" => "pub fn f() { crate::read::f(); }\n".to_owned(),
+            _ => "pub fn f() { crate::judge::f(); crate::read::f(); }\n".to_owned(),
+        };
+        write(
+            root,
+            &format!("crates/analysis/src/{layer}.rs"),
+            &format!("//! A layer.\n{body}"),
+        );
+    }
+}
+
+#[test]
+fn layers_that_use_only_those_below_them_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    clean_tree(dir.path());
+    // A doc link to a higher layer is no use of it.
+    plant_layers(
+        dir.path(),
+        "/// [`crate::render::f`]\n    let _ = 1;",
+        &["read", "judge", "render"],
+    );
+    assert_eq!(check(dir.path()), vec![]);
+}
+
+#[test]
+fn a_lower_layer_naming_a_higher_one_fails() {
+    // `read` naming `render`, and `render` not naming `read` back: no cycle, only the layer
+    // order broken.
+    let found = planted(Rule::LayerOrder, |root| {
+        plant_layers(
+            root,
+            "let _ = crate::render::f;",
+            &["read", "judge", "render"],
+        );
+        write(
+            root,
+            "crates/analysis/src/render.rs",
+            "//! A layer.\npub fn f() { crate::judge::f(); }\n",
+        );
+        write(
+            root,
+            "crates/analysis/src/judge.rs",
+            "//! A layer.\npub fn f() {}\n",
+        );
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].path, Path::new("crates/analysis/src/read.rs"));
+    assert!(found[0].message.contains("`analysis::render`"), "{found:?}");
+}
+
+#[test]
+fn a_listed_layer_the_crate_lacks_fails() {
+    let found = planted(Rule::LayerOrder, |root| {
+        plant_layers(root, "let _ = 1;", &["read", "judge"]);
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("`render`"), "{found:?}");
+}
