@@ -290,6 +290,16 @@ fn variant_of<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
         .max_by_key(|n| n.len())
 }
 
+/// The lab at the root of `name`'s variants (`a` for `a-b-c` when `a-b` and `a` exist), or
+/// `None` for a lab of its own.
+fn root_of<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
+    let mut root = variant_of(name, names)?;
+    while let Some(up) = variant_of(root, names) {
+        root = up;
+    }
+    Some(root)
+}
+
 /// The verdict a lab file pre-registers (`expect`), `-` for none or `invalid` for a broken file.
 fn expects(e: &Entry) -> &str {
     match &e.full {
@@ -299,8 +309,8 @@ fn expects(e: &Entry) -> &str {
 }
 
 /// `lab list --markdown`: the catalogue table README holds, one row per lab with its variants
-/// (`-<variant>` files: controls and alternative readings) and the verdict each expects in a
-/// cell of its own; broken files named on stderr.
+/// (`-<variant>` files, a variant's own variants included: controls and alternative readings)
+/// and the verdict each expects in a cell of its own; broken files named on stderr.
 fn markdown(entries: &[Entry]) -> anyhow::Result<u8> {
     let mut o = String::from(
         "| lab | kind | expects | quick | full | variants: expect | question |\n\
@@ -318,7 +328,7 @@ fn markdown(entries: &[Entry]) -> anyhow::Result<u8> {
         }
         let variants: Vec<String> = entries
             .iter()
-            .filter(|v| variant_of(&v.name, &names) == Some(e.name.as_str()))
+            .filter(|v| root_of(&v.name, &names) == Some(e.name.as_str()))
             .map(|v| format!("`{}`: {}", &v.name[e.name.len()..], expects(v)))
             .collect();
         let variants = if variants.is_empty() {
@@ -782,6 +792,13 @@ mod tests {
         assert_eq!(variant_of("canaryx", &names), None);
         assert_eq!(variant_of("rollout", &names), None);
         assert_eq!(variant_of("rollout-", &names), None);
+        // A variant of a variant belongs to the lab at the root.
+        assert_eq!(
+            root_of("canary-split-half", &names),
+            Some("canary"),
+            "canary-split is itself a variant of canary"
+        );
+        assert_eq!(root_of("canary", &names), None);
     }
 
     fn labs_dir() -> tempfile::TempDir {
