@@ -23,10 +23,7 @@ use super::ArmResult;
 /// benchmarks and debugging.
 pub(crate) async fn app_endpoints(State(s): State<ApiState>, Path(app): Path<String>) -> ArmResult {
     let st = s.plane.lock();
-    let a = st
-        .apps
-        .get(&key(&app))
-        .ok_or_else(|| app_not_found(&app, "*"))?;
+    let a = find_app(&st, &app, "*")?;
     let backends: Vec<Value> = a
         .routes
         .snapshot()
@@ -40,15 +37,23 @@ pub(super) fn app_not_found(name: &str, rg: &str) -> ArmError {
     ArmError::not_found("Microsoft.App/containerApps", name, rg)
 }
 
+/// App `name` (any case) of `st`, or ARM's 404 naming it in resource group `rg`.
+pub(super) fn find_app<'s>(
+    st: &'s crate::plane::State,
+    name: &str,
+    rg: &str,
+) -> Result<&'s App, ArmError> {
+    st.apps
+        .get(&key(name))
+        .ok_or_else(|| app_not_found(name, rg))
+}
+
 pub(crate) async fn get_app(
     State(s): State<ApiState>,
     Path((_sub, rg, name)): Path<(String, String, String)>,
 ) -> ArmResult {
     let st = s.plane.lock();
-    let app = st
-        .apps
-        .get(&key(&name))
-        .ok_or_else(|| app_not_found(&name, &rg))?;
+    let app = find_app(&st, &name, &rg)?;
     Ok(axum::Json(app.to_json(listing::app_provisioning(&st, app))).into_response())
 }
 
@@ -71,10 +76,7 @@ pub(crate) async fn patch_app(
     let patch = parse_body(&body)?;
     let mut current = {
         let st = s.plane.lock();
-        let app = st
-            .apps
-            .get(&key(&name))
-            .ok_or_else(|| app_not_found(&name, &rg))?;
+        let app = find_app(&st, &name, &rg)?;
         let mut props = app.properties.clone();
         if let (Some(p), Some(t)) = (
             props.as_object_mut(),

@@ -11,17 +11,14 @@ use crate::handler::ApiState;
 use crate::plane::key;
 
 use super::ArmResult;
-use super::apps::app_not_found;
+use super::apps::{app_not_found, find_app};
 
 pub(crate) async fn list_revisions(
     State(s): State<ApiState>,
     Path((_sub, rg, name)): Path<(String, String, String)>,
 ) -> ArmResult {
     let st = s.plane.lock();
-    let app = st
-        .apps
-        .get(&key(&name))
-        .ok_or_else(|| app_not_found(&name, &rg))?;
+    let app = find_app(&st, &name, &rg)?;
     let value: Vec<Value> = app.revisions.iter().map(|r| app.revision_json(r)).collect();
     Ok(axum::Json(json!({ "value": value })).into_response())
 }
@@ -39,10 +36,7 @@ pub(crate) async fn get_revision(
     Path((_sub, rg, name, rev)): Path<(String, String, String, String)>,
 ) -> ArmResult {
     let st = s.plane.lock();
-    let app = st
-        .apps
-        .get(&key(&name))
-        .ok_or_else(|| app_not_found(&name, &rg))?;
+    let app = find_app(&st, &name, &rg)?;
     let r = app.revision(&rev).ok_or_else(|| revision_not_found(&rev))?;
     Ok(axum::Json(app.revision_json(r)).into_response())
 }
@@ -121,10 +115,7 @@ pub(crate) async fn list_replicas_via_action(
         ));
     }
     let st = s.plane.lock();
-    let app = st
-        .apps
-        .get(&key(&name))
-        .ok_or_else(|| app_not_found(&name, &rg))?;
+    let app = find_app(&st, &name, &rg)?;
     let r = app.revision(&rev).ok_or_else(|| revision_not_found(&rev))?;
     let value: Vec<Value> = r
         .replicas
@@ -140,10 +131,7 @@ pub(crate) async fn get_replica(
     Path((_sub, rg, name, rev, replica)): Path<(String, String, String, String, String)>,
 ) -> ArmResult {
     let st = s.plane.lock();
-    let app = st
-        .apps
-        .get(&key(&name))
-        .ok_or_else(|| app_not_found(&name, &rg))?;
+    let app = find_app(&st, &name, &rg)?;
     let r = app.revision(&rev).ok_or_else(|| revision_not_found(&rev))?;
     let x = r
         .replicas
