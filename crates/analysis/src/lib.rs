@@ -30,9 +30,10 @@ pub use judge::events::EventSummary;
 pub use judge::rule::{BucketRow, Rule, RuleError, RunSummary, Streak};
 pub use judge::verdict::{Gate, Outcome, Verdict};
 pub use read::evidence::{Level, Statement};
-pub use read::lab::LabFile;
 pub use read::runs::RunsRecord;
 pub use table::Table;
+
+use lab::Lab;
 
 use crate::read::model::{Acc, InputStats};
 use crate::table::{num, pct};
@@ -86,7 +87,7 @@ pub struct Options {
 /// Everything computed from one set of inputs.
 pub struct Analysis {
     pub rule: Rule,
-    pub lab: LabFile,
+    pub lab: Lab,
     pub lab_path: Option<PathBuf>,
     /// The runner's `runs.json`, or why there is none (read by an observation lab's checks).
     pub runs_file: Result<RunsRecord, NoRuns>,
@@ -125,11 +126,12 @@ pub fn find_lab(given: Option<&Path>, dir: Option<&Path>) -> Option<PathBuf> {
 
 /// Reads the inputs and computes every table, gate and the verdict.
 pub fn analyze(inputs: &[PathBuf], opts: &Options) -> Result<Analysis, Error> {
-    let (lab, lab_path) = match &opts.lab {
-        Some(p) => (LabFile::read(p)?, Some(p.clone())),
-        None => (LabFile::default(), None),
+    let (recorded, lab_path) = match &opts.lab {
+        Some(p) => (read::lab::read(p)?, Some(p.clone())),
+        None => (lab::Recorded::default(), None),
     };
-    let cap = lab.cap()?;
+    let lab = recorded.lab;
+    let cap = read::lab::evidence_cap(&lab)?;
     let rule = opts.rule.clone().with_lab(&lab).map_err(Error::Rule)?;
     rule.validate().map_err(Error::Rule)?;
     let files = read::input::collect(inputs)?;
@@ -139,9 +141,17 @@ pub fn analyze(inputs: &[PathBuf], opts: &Options) -> Result<Analysis, Error> {
     }
     let acc = read::input::read_all(&files, rule.window_s as i64 * 1000)?;
     let runs = read_runs(lab_path.as_deref(), inputs);
-    Ok(compute_with_runs(
-        acc, lab, lab_path, runs, cap, rule, files,
-    ))
+    let mut analysis = compute_with_runs(acc, lab, lab_path, runs, cap, rule, files);
+    if !recorded.skipped.is_empty() {
+        analysis.statements.push(Statement::new(
+            Level::Measured,
+            format!(
+                "The lab file has key(s) this version of the lab format does not know, skipped: {}.",
+                recorded.skipped.join(", ")
+            ),
+        ));
+    }
+    Ok(analysis)
 }
 
 /// `runs.json` beside the lab file, else in the first input directory that has one.
@@ -166,7 +176,7 @@ pub fn read_runs(lab_path: Option<&Path>, inputs: &[PathBuf]) -> Result<RunsReco
 
 /// The app each load run targets, by run_id: runs.json names each run's load, the lab file each
 /// load's target.
-fn load_targets(lab: &LabFile, runs: Option<&RunsRecord>) -> BTreeMap<String, String> {
+fn load_targets(lab: &Lab, runs: Option<&RunsRecord>) -> BTreeMap<String, String> {
     let Some(runs) = runs else {
         return BTreeMap::new();
     };
@@ -175,7 +185,7 @@ fn load_targets(lab: &LabFile, runs: Option<&RunsRecord>) -> BTreeMap<String, St
         .flat_map(|s| &s.runs)
         .filter_map(|r| {
             let load = lab.load.iter().find(|l| l.name == r.load)?;
-            Some((r.run_id.clone(), load.target.clone()?))
+            Some((r.run_id.clone(), load.target.clone()))
         })
         .collect()
 }
@@ -184,7 +194,7 @@ fn load_targets(lab: &LabFile, runs: Option<&RunsRecord>) -> BTreeMap<String, St
 /// `runs.json` (an observation lab's checks are then not evaluated).
 pub fn compute(
     acc: Acc,
-    lab: LabFile,
+    lab: Lab,
     lab_path: Option<PathBuf>,
     cap: Option<Level>,
     rule: Rule,
@@ -197,7 +207,7 @@ pub fn compute(
 /// [`compute`] with the runner's `runs.json` (or why there is none).
 pub fn compute_with_runs(
     acc: Acc,
-    lab: LabFile,
+    lab: Lab,
     lab_path: Option<PathBuf>,
     runs_file: Result<RunsRecord, NoRuns>,
     cap: Option<Level>,

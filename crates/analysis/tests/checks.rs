@@ -13,9 +13,9 @@ fn pack(checks: &str, with_runs: bool) -> (tempfile::TempDir, PathBuf) {
     let files: &[&str] = if with_runs { &["runs.json"] } else { &[] };
     let (dir, dst) = testkit::pack::copy_fixture(&src, files);
     let lab = format!(
-        "title = \"fixture\"\nkind = \"observation\"\n[hypothesis]\ntext = \"checks\"\n\n[[apps]]\nname = \"rl\"\n\n{checks}"
+        "title = \"fixture\"\nkind = \"observation\"\n[hypothesis]\ntext = \"checks\"\n\n[[apps]]\nname = \"rl\"\nimage = \"probelab/subject:dev\"\n\n{checks}"
     );
-    std::fs::write(dst.join("lab.toml"), lab).unwrap();
+    std::fs::write(dst.join("lab.toml"), testkit::pack::complete_lab(&lab)).unwrap();
     (dir, dst)
 }
 
@@ -415,7 +415,7 @@ fn every_catalogue_check_kind_is_evaluated() {
         if p.extension().is_none_or(|x| x != "toml") {
             continue;
         }
-        let lab = analysis::LabFile::read(&p).unwrap();
+        let lab = analysis::read::lab::read(&p).unwrap().lab;
         if lab.is_observation() {
             observation += 1;
             assert!(!lab.checks.is_empty(), "{}", p.display());
@@ -720,7 +720,7 @@ fn canary_pack(
     std::fs::write(dir.join("runs.json"), runs.to_string()).unwrap();
     std::fs::write(
         dir.join("lab.toml"),
-        format!("title = \"canary\"\nkind = \"observation\"\n[hypothesis]\ntext = \"h\"\n\n[[apps]]\nname = \"web\"\n\n{checks}"),
+        testkit::pack::complete_lab(&format!("title = \"canary\"\nkind = \"observation\"\n[hypothesis]\ntext = \"h\"\n\n[[apps]]\nname = \"web\"\nimage = \"probelab/subject:dev\"\n\n{checks}")),
     )
     .unwrap();
     let a = analyse(&dir);

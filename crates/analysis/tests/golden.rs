@@ -132,7 +132,9 @@ fn a_lab_file_sets_the_rule_and_the_phases() {
     let lab = dir.path().join("lab.toml");
     std::fs::write(
         &lab,
-        "[rule]\nconsecutive = 2\nthreshold_pct = 0.5\n[hypothesis]\ntext = \"h\"\n",
+        testkit::pack::complete_lab(
+            "[rule]\nwindow = \"10s\"\nconsecutive = 2\nthreshold_pct = 0.5\n[hypothesis]\ntext = \"h\"\n",
+        ),
     )
     .unwrap();
     let opts = Options {
@@ -142,6 +144,38 @@ fn a_lab_file_sets_the_rule_and_the_phases() {
     let a = analyze(&[fixture("k-minus-one.ndjson")], &opts).unwrap();
     assert!(a.verdict.falsified, "K=2 from the lab file");
     assert_eq!(a.verdict.hypothesis.as_deref(), Some("h"));
+}
+
+/// A pack written by another version of probelab still reads: the key this one does not know is
+/// skipped and the findings name it; a known key missing is an error naming it.
+#[test]
+fn a_lab_file_key_this_version_does_not_know_is_skipped_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab.toml");
+    let whole = testkit::pack::complete_lab(
+        "colour = \"blue\"\n[rule]\nwindow = \"10s\"\nconsecutive = 2\nthreshold_pct = 0.5\nmode = \"x\"\n",
+    );
+    std::fs::write(&lab, &whole).unwrap();
+    let opts = Options {
+        lab: Some(lab.clone()),
+        ..Options::default()
+    };
+    let a = analyze(&[fixture("k-minus-one.ndjson")], &opts).unwrap();
+    assert!(a.verdict.falsified, "the rest of the lab file is read: K=2");
+    let named: Vec<&str> = a
+        .statements
+        .iter()
+        .map(|s| s.text.as_str())
+        .filter(|t| t.contains("does not know"))
+        .collect();
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert!(named[0].contains("colour") && named[0].contains("rule.mode"));
+
+    std::fs::write(&lab, whole.replace("consecutive = 2", "")).unwrap();
+    let e = analyze(&[fixture("k-minus-one.ndjson")], &opts)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("consecutive"), "{e}");
 }
 
 #[test]

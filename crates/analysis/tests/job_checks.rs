@@ -55,6 +55,7 @@ kind = "observation"
 text = "h"
 [[apps]]
 name = "queue"
+image = "probelab/subject:dev"
 [[jobs]]
 name = "worker"
 image = "probelab/subject:dev"

@@ -30,6 +30,7 @@ headroom = true
 headroom_factor = 5.0
 [[load]]
 name = "main"
+target = "subject"
 rate = 10
 [[steps]]
 name = "preflight"
@@ -56,7 +57,7 @@ impl Pack {
     fn new() -> Pack {
         let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rollout-pack");
         let (t, dir) = testkit::pack::copy_fixture(&src, &["runs.json"]);
-        std::fs::write(dir.join("lab.toml"), LAB).unwrap();
+        std::fs::write(dir.join("lab.toml"), testkit::pack::complete_lab(LAB)).unwrap();
         let p = Pack { _t: t, dir };
         p.staircase(&[(5.0, Some(2.0)), (10.0, Some(12.0)), (20.0, Some(40.0))]);
         p
@@ -114,7 +115,7 @@ impl Pack {
     }
 
     fn lab(&self, text: &str) {
-        std::fs::write(self.dir.join("lab.toml"), text).unwrap();
+        std::fs::write(self.dir.join("lab.toml"), testkit::pack::complete_lab(text)).unwrap();
     }
 
     fn analyse(&self) -> Analysis {

@@ -12,6 +12,7 @@
 //! profile may not change the pre-registration or weaken a precondition).
 //!
 //! - [`schema`]: the types;
+//! - [`action`]: a step's perturbation (`action = { kind = ... }`);
 //! - [`job`]: the `[[jobs]]` under test (event-driven jobs);
 //! - [`checks`]: the `[[checks]]` kinds and their parameters (the analysis evaluates them);
 //! - [`validate`]: what serde cannot check, as [`validate::Problem`]s with key paths;
@@ -20,6 +21,7 @@
 //! - [`describe`]: the catalogue line and the pre-registration in words (`labctl lab list/show`);
 //! - [`arm_body`]: a lab app as a `containerApps` PUT body.
 
+pub mod action;
 pub mod arm_body;
 pub mod checks;
 pub mod describe;
@@ -31,7 +33,8 @@ pub mod validate;
 pub use checks::{CheckKind, Need};
 pub use schema::{
     Action, App, Campaign, Check, EventTrigger, Hypothesis, Job, Lab, LabKind, Load,
-    LocalplaneTimings, ManualTrigger, Preconditions, ScheduleTrigger, Step, TimeoutScope, Trigger,
+    LocalplaneTimings, ManualTrigger, Preconditions, Prefixes, ScheduleTrigger, Step, TimeoutScope,
+    Trigger,
 };
 pub use validate::{Problem, Problems};
 
@@ -90,6 +93,118 @@ impl LabError {
             _ => Vec::new(),
         }
     }
+}
+
+/// A lab file as an evidence pack recorded it, read by [`parse_recorded`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recorded {
+    pub lab: Lab,
+    /// The key paths this version of the format does not know, skipped (e.g. `steps[0].color`).
+    pub skipped: Vec<String>,
+}
+
+/// Parses a lab file the way a judge reads a finished run's: `profile` applied as the runner
+/// applied it (`None`: the file as written, its profiles dropped), **not validated** (a run is
+/// judged by the lab it ran, even one a later validator would refuse), and every key this
+/// version does not know skipped and named, so a pack written by an older or newer version still
+/// reads. Into the same [`Lab`] as [`parse`]: a wrong type or a missing key is still an error.
+pub fn parse_recorded(
+    text: &str,
+    path: &Path,
+    profile: Option<&str>,
+) -> Result<Recorded, LabError> {
+    let mut doc: toml::Table = toml::from_str(text).map_err(|e| LabError::Toml {
+        path: path.to_owned(),
+        msg: e.to_string(),
+    })?;
+    let shown = profile.unwrap_or("as written");
+    match profile {
+        Some(name) => {
+            doc = profile::apply(doc, name).map_err(|defined| LabError::UnknownProfile {
+                path: path.to_owned(),
+                profile: name.to_owned(),
+                defined: defined.to_string(),
+            })?;
+        }
+        None => {
+            doc.remove("profiles");
+        }
+    }
+    let mut doc = toml::Value::Table(doc);
+    let mut skipped = Vec::new();
+    loop {
+        match serde_path_to_error::deserialize::<_, Lab>(doc.clone()) {
+            Ok(lab) => return Ok(Recorded { lab, skipped }),
+            Err(e) => {
+                let key = e.path().to_string();
+                let msg = e.into_inner().message().trim().to_owned();
+                let removed = unknown_field(&msg).and_then(|f| remove_key(&mut doc, &key, f));
+                match removed {
+                    Some(at) => skipped.push(at),
+                    None => {
+                        return Err(LabError::Schema {
+                            path: path.to_owned(),
+                            profile: shown.to_owned(),
+                            key,
+                            msg,
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The field serde's "unknown field `x`, expected ..." message names.
+fn unknown_field(msg: &str) -> Option<&str> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    rest.split_once('`').map(|(f, _)| f)
+}
+
+/// Removes `field` from the table at `at` (a serde_path_to_error path, which may already end in
+/// the field) and returns the removed key's path, or `None` when there is no such key (so the
+/// caller never loops).
+fn remove_key(doc: &mut toml::Value, at: &str, field: &str) -> Option<String> {
+    let segments: Vec<&str> = if at == "." {
+        Vec::new()
+    } else {
+        at.split('.').collect()
+    };
+    for parents in [
+        segments.as_slice(),
+        segments.split_last().map_or(&[][..], |(_, p)| p),
+    ] {
+        if let Some(toml::Value::Table(t)) = walk(doc, parents)
+            && t.remove(field).is_some()
+        {
+            let mut shown = parents.join(".");
+            if !shown.is_empty() {
+                shown.push('.');
+            }
+            shown.push_str(field);
+            return Some(shown);
+        }
+    }
+    None
+}
+
+/// The value at `path` (`steps[0]`, `action`, ... segments) in `doc`.
+fn walk<'a>(doc: &'a mut toml::Value, path: &[&str]) -> Option<&'a mut toml::Value> {
+    let mut at = doc;
+    for seg in path {
+        let (name, indexes) = match seg.split_once('[') {
+            Some((n, rest)) => (n, Some(rest)),
+            None => (*seg, None),
+        };
+        if !name.is_empty() {
+            at = at.as_table_mut()?.get_mut(name)?;
+        }
+        for ix in indexes.into_iter().flat_map(|r| r.split('[')) {
+            let i: usize = ix.trim_end_matches(']').parse().ok()?;
+            at = at.as_array_mut()?.get_mut(i)?;
+        }
+    }
+    Some(at)
 }
 
 /// Reads a lab file and applies a profile (`full` means the file as written, unless it defines

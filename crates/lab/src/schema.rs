@@ -8,10 +8,12 @@ use std::time::Duration;
 use logline::config::parse_duration;
 use serde::{Deserialize, Serialize};
 
+pub use crate::action::{Action, TrafficEntry};
 pub use crate::job::{EventTrigger, Job, ManualTrigger, ScheduleTrigger, TimeoutScope, Trigger};
 
-/// A whole lab, after its profile was applied.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A whole lab, after its profile was applied. The default is the lab of bare logs: nothing
+/// pre-registered (the analysis then judges by its command-line rule).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lab {
     pub title: String,
@@ -30,7 +32,7 @@ pub struct Lab {
     pub preconditions: Preconditions,
     /// Phase name → run_id prefix(es), read by the analysis.
     #[serde(default)]
-    pub phases: BTreeMap<String, toml::Value>,
+    pub phases: BTreeMap<String, Prefixes>,
     /// `[[apps]]`: the container apps (a lab of jobs alone may have none).
     #[serde(default)]
     pub apps: Vec<App>,
@@ -112,7 +114,7 @@ pub enum LabKind {
     Observation,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hypothesis {
     pub text: String,
@@ -179,6 +181,25 @@ impl Campaign {
             "falsified when at least {} valid run(s) are falsified; invalid unless {valid} (an invalid run is listed, never dropped); {} runs by default",
             self.falsified_runs, self.runs
         )
+    }
+}
+
+/// A `[phases]` entry: the run_id prefix of a phase's runs, one or several.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Prefixes {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Prefixes {
+    /// Each prefix, in the order written.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let (one, many): (Option<&String>, &[String]) = match self {
+            Prefixes::One(s) => (Some(s), &[]),
+            Prefixes::Many(v) => (None, v),
+        };
+        one.into_iter().chain(many).map(String::as_str)
     }
 }
 
@@ -307,22 +328,6 @@ pub enum RevisionsMode {
     #[default]
     Single,
     Multiple,
-}
-
-/// One `ingress.traffic` entry: a weight for a revision named by its suffix (or for the latest
-/// revision), with an optional label (its own FQDN, `<app>---<label>.<domain>`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TrafficEntry {
-    /// The revision's suffix (`blue` for `<app>--blue`); exclusive with `latest`.
-    #[serde(default)]
-    pub revision: Option<String>,
-    /// The app's latest revision, whichever it is (`latestRevision: true`).
-    #[serde(default)]
-    pub latest: bool,
-    pub weight: u32,
-    #[serde(default)]
-    pub label: Option<String>,
 }
 
 /// An app's `template.scale` with Container Apps' HTTP rule: replicas between `min_replicas`
@@ -564,107 +569,6 @@ pub struct Step {
     pub sample: bool,
 }
 
-/// A perturbation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum Action {
-    /// A template change: `ROLLOUT_GENERATION` set to the event number, so a new revision rolls out.
-    Rollout { app: String },
-    /// Revision restart of the app's active revision.
-    Restart { app: String },
-    /// Change the dependency app at run time (`POST /admin/dependency`), restored after
-    /// `restore_after` when given.
-    Dependency {
-        app: String,
-        #[serde(default)]
-        healthy: Option<bool>,
-        #[serde(default)]
-        delay_ms: Option<u64>,
-        #[serde(default)]
-        fail_rate: Option<f64>,
-        #[serde(default)]
-        restore_after: Option<String>,
-    },
-    /// `POST /simulate/<mode>` on the app (`zombie`, `deadlock`, `crash`, `reset`).
-    Simulate {
-        app: String,
-        mode: String,
-        #[serde(default)]
-        restore_after: Option<String>,
-    },
-    /// One blocking request (e.g. `/delay?seconds=60`) through the app's ingress.
-    Saturate { app: String, path: String },
-    /// Set env vars on the app's template (a new revision), e.g. to switch `SHUTDOWN_MODE`.
-    SetEnv {
-        app: String,
-        env: BTreeMap<String, String>,
-    },
-    /// A new revision named `<app>--<suffix>` (with `env` set on its container), and, in the
-    /// same ARM call, `traffic` when given: how a canary or a blue/green deployment creates its
-    /// second revision without giving it traffic yet.
-    Revision {
-        app: String,
-        suffix: String,
-        #[serde(default)]
-        env: BTreeMap<String, String>,
-        #[serde(default)]
-        traffic: Vec<TrafficEntry>,
-    },
-    /// New `ingress.traffic` weights (multiple mode) in one ARM call: a split or a switch.
-    Traffic {
-        app: String,
-        traffic: Vec<TrafficEntry>,
-    },
-    /// Deactivates the revision `<app>--<revision>` (multiple mode).
-    Deactivate { app: String, revision: String },
-    /// Platform maintenance of the app: every replica moved once, one at a time, in the form
-    /// its `maintenance` knob selects (localplane only: Container Apps starts its maintenance
-    /// itself, never on request).
-    Maintenance { app: String },
-    /// `POST /queue?items=N` through the app's ingress: `items` work items for an event-driven
-    /// job (the queue answers its totals, from which the run records the items' ids).
-    Enqueue { app: String, items: u64 },
-    /// `POST .../jobs/<job>/start` (`az containerapp job start`): one execution of a `[[jobs]]`
-    /// entry; the run records its name.
-    JobStart { job: String },
-    /// `POST .../jobs/<job>/stop` (`az containerapp job stop`): every running execution of the
-    /// job is stopped; the run records their names.
-    JobStop { job: String },
-}
-
-impl Action {
-    /// The app the action targets (`None` for a job action).
-    pub fn app(&self) -> Option<&str> {
-        Some(match self {
-            Action::Rollout { app }
-            | Action::Restart { app }
-            | Action::Dependency { app, .. }
-            | Action::Simulate { app, .. }
-            | Action::Saturate { app, .. }
-            | Action::SetEnv { app, .. }
-            | Action::Revision { app, .. }
-            | Action::Traffic { app, .. }
-            | Action::Deactivate { app, .. }
-            | Action::Maintenance { app }
-            | Action::Enqueue { app, .. } => app,
-            Action::JobStart { .. } | Action::JobStop { .. } => return None,
-        })
-    }
-
-    /// The `[[jobs]]` entry the action targets (`None` for an app action).
-    pub fn job(&self) -> Option<&str> {
-        match self {
-            Action::JobStart { job } | Action::JobStop { job } => Some(job),
-            _ => None,
-        }
-    }
-
-    /// What the action targets, app or job: for progress lines and records.
-    pub fn target(&self) -> &str {
-        self.app().or(self.job()).unwrap_or_default()
-    }
-}
-
 pub use crate::checks::Check;
 
 impl Lab {
@@ -686,6 +590,34 @@ impl Lab {
             .filter(|s| phases.is_empty() || phases.contains(&s.phase))
             .map(|s| s.events.unwrap_or(1))
             .sum()
+    }
+
+    /// Whether the verdict comes from `[[checks]]` (`kind = "observation"`).
+    pub fn is_observation(&self) -> bool {
+        self.kind == LabKind::Observation
+    }
+
+    /// The rate of the load named `name`, or of the lab's only load when `name` is `None` (the
+    /// headroom gate's "lab's load rate").
+    pub fn load_rate(&self, name: Option<&str>) -> Option<f64> {
+        match name {
+            Some(n) => self.load.iter().find(|l| l.name == n)?.rate,
+            None => match self.load.as_slice() {
+                [only] => only.rate,
+                _ => None,
+            },
+        }
+    }
+
+    /// The phases of the steps, each once, in step order.
+    pub fn step_phases(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for s in &self.steps {
+            if !s.phase.is_empty() && !out.contains(&s.phase.as_str()) {
+                out.push(&s.phase);
+            }
+        }
+        out
     }
 
     /// The loads a step runs (its `loads`, or every load).

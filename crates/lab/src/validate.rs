@@ -246,13 +246,7 @@ fn head(v: &mut V, lab: &Lab) {
         }
     }
     for (name, val) in &lab.phases {
-        let ok = match val {
-            toml::Value::String(s) => !s.is_empty(),
-            toml::Value::Array(a) => {
-                !a.is_empty() && a.iter().all(|x| x.as_str().is_some_and(|s| !s.is_empty()))
-            }
-            _ => false,
-        };
+        let ok = val.iter().next().is_some() && val.iter().all(|s| !s.is_empty());
         if !ok {
             v.top(
                 &format!("phases.{name}"),

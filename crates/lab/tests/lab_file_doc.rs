@@ -139,6 +139,7 @@ fn action_keys(a: &Action) -> (String, BTreeSet<String>) {
     let v = serde_json::to_value(a).expect("an action serializes");
     let obj = v.as_object().expect("an object");
     let kind = obj["kind"].as_str().expect("a kind").to_owned();
+    assert_eq!(kind, a.kind(), "Action::kind() is the tag the file writes");
     let keys = obj.keys().filter(|k| *k != "kind").cloned().collect();
     (kind, keys)
 }

@@ -31,9 +31,48 @@ pub fn copy_fixture(src: &Path, files: &[&str]) -> (tempfile::TempDir, PathBuf) 
     (tmp, dst)
 }
 
+/// A whole lab file from a test's subset of one: the keys every lab file has and the test does
+/// not care about (`title`, `question`, `[hypothesis] text`, `steps`) added where the subset
+/// lacks them, everything else as written. The analysis reads a pack's lab file into the lab
+/// crate's type, where those keys are required.
+///
+/// # Panics
+/// When `subset` is not TOML, or `hypothesis` or `steps` is of the wrong type.
+pub fn complete_lab(subset: &str) -> String {
+    let mut doc: toml::Table = subset
+        .parse()
+        .unwrap_or_else(|e| panic!("a lab subset that is TOML: {e}\n{subset}"));
+    doc.entry("title").or_insert("a test lab".into());
+    doc.entry("question")
+        .or_insert("What does the planted pack show?".into());
+    doc.entry("hypothesis")
+        .or_insert(toml::Table::new().into())
+        .as_table_mut()
+        .unwrap_or_else(|| panic!("[hypothesis] is a table in {subset}"))
+        .entry("text")
+        .or_insert("the planted hypothesis".into());
+    doc.entry("steps").or_insert(toml::Value::Array(Vec::new()));
+    toml::to_string(&doc).unwrap_or_else(|e| panic!("a lab subset written back: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lab_subset_gets_the_keys_every_lab_has_and_keeps_its_own() {
+        let whole: toml::Table = complete_lab("title = \"mine\"\n[rule]\nconsecutive = 2\n")
+            .parse()
+            .unwrap();
+        assert_eq!(whole["title"].as_str(), Some("mine"));
+        assert_eq!(whole["rule"]["consecutive"].as_integer(), Some(2));
+        assert!(whole["question"].is_str() && whole["hypothesis"]["text"].is_str());
+        assert_eq!(whole["steps"].as_array().map(Vec::len), Some(0));
+        let with_steps: toml::Table = complete_lab("[[steps]]\nname = \"s\"\nphase = \"p\"\n")
+            .parse()
+            .unwrap();
+        assert_eq!(with_steps["steps"].as_array().map(Vec::len), Some(1));
+    }
 
     #[test]
     fn copies_the_logs_and_only_the_named_top_files() {

@@ -80,9 +80,9 @@ use serde_json::Value;
 use crate::judge::rule::BucketRow;
 use crate::judge::verdict::{Gate, Status};
 use crate::read::evidence::Level;
-use crate::read::lab::{CheckSpec, LabFile};
 use crate::read::model::Acc;
 use crate::read::runs::{RunsRecord, StepRecord};
+use lab::{Check, Lab};
 
 /// Every kind this module evaluates (defined, with its parameters, in `lab::checks`).
 pub use lab::checks::KINDS;
@@ -104,7 +104,7 @@ pub struct Inputs<'a> {
 }
 
 /// Evaluates every `[[checks]]` entry of the lab, in order.
-pub fn evaluate(lab: &LabFile, inp: &Inputs) -> Vec<CheckResult> {
+pub fn evaluate(lab: &Lab, inp: &Inputs) -> Vec<CheckResult> {
     lab.checks.iter().map(|c| one(lab, c, inp)).collect()
 }
 
@@ -133,7 +133,7 @@ fn judged(ok: bool, detail: String, numbers: Value, rows: Vec<String>) -> Eval {
     }
 }
 
-fn one(lab: &LabFile, c: &CheckSpec, inp: &Inputs) -> CheckResult {
+fn one(lab: &Lab, c: &Check, inp: &Inputs) -> CheckResult {
     use lab::CheckKind as K;
     let level = match c.kind {
         K::StatusSeen
@@ -192,7 +192,7 @@ fn one(lab: &LabFile, c: &CheckSpec, inp: &Inputs) -> CheckResult {
     }
 }
 
-fn step<'a>(c: &CheckSpec, runs: &'a RunsRecord) -> Result<Option<&'a StepRecord>, Eval> {
+fn step<'a>(c: &Check, runs: &'a RunsRecord) -> Result<Option<&'a StepRecord>, Eval> {
     match &c.step {
         None => Ok(None),
         Some(name) => runs
@@ -215,7 +215,7 @@ fn with(mut v: Value, extra: Value) -> Value {
 /// The run ids of `load` in the check's scope (its step's runs, or every step's), in order, and
 /// the scope in words; or why there is none.
 fn load_runs<'a>(
-    c: &CheckSpec,
+    c: &Check,
     load: &str,
     runs: &'a RunsRecord,
 ) -> Result<(Vec<&'a str>, String), Eval> {
@@ -239,12 +239,12 @@ fn load_runs<'a>(
 }
 
 /// Whether count `n` is within the check's `min` and `max` (either may be absent).
-fn within_bounds(c: &CheckSpec, n: f64) -> bool {
+fn within_bounds(c: &Check, n: f64) -> bool {
     c.min.is_none_or(|lo| n >= lo) && c.max.is_none_or(|hi| n <= hi)
 }
 
 /// The check's `min` and `max` in words: `need 2 to 5`, `need >= 2`, `need <= 0`.
-fn bounds_text(c: &CheckSpec) -> String {
+fn bounds_text(c: &Check) -> String {
     match (c.min, c.max) {
         (Some(lo), Some(hi)) => format!("need {lo} to {hi}"),
         (Some(lo), None) => format!("need >= {lo}"),
@@ -254,14 +254,14 @@ fn bounds_text(c: &CheckSpec) -> String {
 }
 
 /// A check's step scope in words: `step "x"`, or `the run` without one.
-fn scope_words(c: &CheckSpec) -> String {
+fn scope_words(c: &Check) -> String {
     c.step
         .as_ref()
         .map_or("the run".to_owned(), |s| format!("step {s:?}"))
 }
 
 /// The event scope of a check: `[from, to]` in epoch ms (`to` open when `None`).
-fn scope(c: &CheckSpec, runs: &RunsRecord) -> Result<(i64, Option<i64>, String), Eval> {
+fn scope(c: &Check, runs: &RunsRecord) -> Result<(i64, Option<i64>, String), Eval> {
     let (from, to, what) = match step(c, runs)? {
         Some(s) => {
             let Some(start) = s.start_ms() else {

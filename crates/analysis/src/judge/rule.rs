@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::read::lab::LabFile;
 use crate::read::model::{Acc, ReqMode, RunData, new_hist, quantile_ms};
 use crate::read::runs::RunsRecord;
+use lab::Lab;
 
 /// The falsification rule: K consecutive windows with err_pct strictly above the threshold.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -53,24 +53,20 @@ pub enum RuleError {
 
 impl Rule {
     /// The lab's `[rule]` over the command-line values (the lab is the pre-registration).
-    pub fn with_lab(mut self, lab: &LabFile) -> Result<Rule, RuleError> {
-        if let Some(w) = &lab.rule.window {
-            let d = logline::config::parse_duration(w)?;
-            self.window_s = d.as_secs();
-        }
-        if let Some(w) = lab.rule.window_s {
-            self.window_s = w;
-        }
-        if let Some(k) = lab.rule.consecutive {
-            self.consecutive = k;
-        }
-        if let Some(t) = lab.rule.threshold_pct {
-            self.threshold_pct = t;
-        }
-        if let Some(p) = &lab.rule.phases {
-            self.phases = p.clone();
+    pub fn with_lab(mut self, lab: &Lab) -> Result<Rule, RuleError> {
+        let named_phases = match &lab.rule {
+            Some(r) => {
+                self.window_s = logline::config::parse_duration(&r.window)?.as_secs();
+                self.consecutive = r.consecutive;
+                self.threshold_pct = r.threshold_pct;
+                r.phases.clone()
+            }
+            None => Vec::new(),
+        };
+        if !named_phases.is_empty() {
+            self.phases = named_phases;
         } else if self.phases == default_judged_phases() {
-            // A run of a step reads as its step's phase ([`LabFile::phase_of`]), where it once
+            // A run of a step reads as its step's phase ([`crate::read::lab::phase_of`]), where it once
             // read as `other`: the default still judges everything but the baseline and the
             // preflight.
             for p in lab.step_phases() {
@@ -214,7 +210,7 @@ impl CrossCheck {
 /// its `bucket` lines, or its `req` lines when it has no bucket or they count more requests.
 pub fn buckets_and_summaries(
     acc: &Acc,
-    lab: &LabFile,
+    lab: &Lab,
     runs: Option<&RunsRecord>,
     rule: &Rule,
 ) -> (Vec<BucketRow>, Vec<RunSummary>) {
@@ -222,7 +218,7 @@ pub fn buckets_and_summaries(
     let mut rows = Vec::new();
     let mut sums = Vec::new();
     for run in &acc.runs {
-        let phase = lab.phase_of(&run.run_id, runs);
+        let phase = crate::read::lab::phase_of(lab, &run.run_id, runs);
         let use_buckets = !run.windows_from_reqs();
         let filled = gap_filled(run_windows(run, &phase, use_buckets), run, &phase, wms);
         // Totals and latency.

@@ -23,10 +23,10 @@ use serde_json::{Value, json};
 use crate::judge::events::Event;
 use crate::judge::rule::{BucketRow, Rule, RunSummary, Streak};
 use crate::judge::strength::{self, Blindness, ErrorRate};
-use crate::read::lab::LabFile;
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
 use crate::ts::iso_s;
+use lab::Lab;
 
 mod preconditions;
 
@@ -40,7 +40,7 @@ pub const DEFAULT_HEADROOM_FACTOR: f64 = 5.0;
 /// What the gates read.
 pub struct Ctx<'a> {
     pub acc: &'a Acc,
-    pub lab: &'a LabFile,
+    pub lab: &'a Lab,
     pub rule: &'a Rule,
     pub q2: &'a [BucketRow],
     pub q2_name: &'a str,
@@ -229,10 +229,10 @@ pub fn decide(ctx: &Ctx, streaks: &[Streak]) -> (Vec<Gate>, Verdict) {
     let verdict = Verdict {
         verdict: outcome,
         falsified,
-        hypothesis: lab.hypothesis.as_ref().map(|h| h.text.clone()),
+        hypothesis: crate::read::lab::hypothesis(lab).map(str::to_owned),
         rule: rule.clone(),
         rule_text: rule.describe(),
-        evidence_cap: lab.hypothesis.as_ref().and_then(|h| h.evidence_cap.clone()),
+        evidence_cap: lab.hypothesis.evidence_cap.clone(),
         judged_buckets: judged.len(),
         judged_requests,
         judged_errors,
@@ -412,14 +412,14 @@ pub fn decide_observation(ctx: &Ctx, checks: Vec<Gate>) -> (Vec<Gate>, Verdict) 
     let verdict = Verdict {
         verdict: outcome,
         falsified: !failed_checks.is_empty(),
-        hypothesis: lab.hypothesis.as_ref().map(|h| h.text.clone()),
+        hypothesis: crate::read::lab::hypothesis(lab).map(str::to_owned),
         rule: rule.clone(),
         rule_text: format!(
             "observation lab: {n_checks} check(s), {} failed, {} not evaluated",
             failed_checks.len(),
             unevaluated.len()
         ),
-        evidence_cap: lab.hypothesis.as_ref().and_then(|h| h.evidence_cap.clone()),
+        evidence_cap: lab.hypothesis.evidence_cap.clone(),
         judged_runs: main
             .iter()
             .map(|r| r.run_id.clone())

@@ -29,7 +29,7 @@ pub fn analyze_pack(
         std::fs::write(pack.join("logs").join(name), lines.join("\n") + "\n").unwrap();
     }
     std::fs::write(pack.join("runs.json"), runs.to_string()).unwrap();
-    std::fs::write(pack.join("lab.toml"), lab).unwrap();
+    std::fs::write(pack.join("lab.toml"), testkit::pack::complete_lab(lab)).unwrap();
     let opts = Options {
         lab: find_lab(None, Some(&pack)),
         ..Options::default()

@@ -14,13 +14,13 @@ use serde_json::json;
 
 use super::{Eval, bounds_text, invalid, judged, load_runs, within_bounds};
 use crate::read::clients::{ClientTally, RunKey};
-use crate::read::lab::CheckSpec;
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
 use crate::ts::iso_ms;
+use lab::Check;
 
 /// Evaluates a `clients_moved` check.
-pub(super) fn clients_moved(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
+pub(super) fn clients_moved(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
     let Some(load) = &c.load else {
         return invalid("clients_moved needs `load`");
     };
@@ -142,8 +142,8 @@ mod tests {
         .unwrap()
     }
 
-    fn check(min: Option<f64>, max: Option<f64>) -> CheckSpec {
-        CheckSpec {
+    fn check(min: Option<f64>, max: Option<f64>) -> Check {
+        Check {
             name: "c".into(),
             kind: lab::CheckKind::ClientsMoved,
             load: Some("sticky".into()),

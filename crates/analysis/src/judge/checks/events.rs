@@ -6,11 +6,11 @@ use serde_json::{Value, json};
 
 use super::{Eval, invalid, judged, scope, step, with};
 use crate::judge::verdict::Status;
-use crate::read::lab::CheckSpec;
 use crate::read::model::{Acc, SystemEvent};
 use crate::read::runs::{RunsRecord, StepRecord};
 use crate::read::wording::{Termination, probe_type, terminations};
 use crate::ts::iso_ms;
+use lab::Check;
 
 /// Where an event check looks: the system events of `app` from `from` to `to` (open when
 /// `None`); `what` names the scope in the detail.
@@ -50,7 +50,7 @@ fn refs(evs: &[&SystemEvent]) -> Vec<String> {
 
 /// An event check (`restart_count_at_least`/`_at_most`, `probe_failed`, `probe_failed_first`)
 /// over the system events of `app` in its scope.
-pub(super) fn event_check(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
+pub(super) fn event_check(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
     let Some(app) = &c.app else {
         return invalid(format!("check kind {} needs `app`", c.kind));
     };
@@ -91,7 +91,7 @@ pub(super) fn event_check(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
 
 /// `system_event_at_least`: rows of `app` in scope with `reason` (and `contains` in the
 /// message) number at least `min` (1).
-fn system_event_at_least(c: &CheckSpec, acc: &Acc, sc: &EventScope) -> Eval {
+fn system_event_at_least(c: &Check, acc: &Acc, sc: &EventScope) -> Eval {
     let Some(reason) = &c.reason else {
         return invalid("system_event_at_least needs `reason`");
     };
@@ -127,7 +127,7 @@ fn system_event_at_least(c: &CheckSpec, acc: &Acc, sc: &EventScope) -> Eval {
 
 /// `restart_count_at_least` / `_at_most`: the `ContainerTerminated` rows in scope that are
 /// restarts ([`terminations`]); not evaluated when a row's wording is unknown.
-fn restart_count(c: &CheckSpec, acc: &Acc, sc: &EventScope) -> Eval {
+fn restart_count(c: &Check, acc: &Acc, sc: &EventScope) -> Eval {
     let (app, what) = (sc.app, &sc.what);
     let kinds = terminations(&acc.system);
     let mut evs: Vec<&SystemEvent> = Vec::new();
@@ -206,7 +206,7 @@ fn restart_count(c: &CheckSpec, acc: &Acc, sc: &EventScope) -> Eval {
 }
 
 /// `probe_failed`: the `ProbeFailed` events in scope (`evs`) of type `probe`, at least `min`.
-fn probe_failed(c: &CheckSpec, probe: &str, evs: &[&SystemEvent], sc: &EventScope) -> Eval {
+fn probe_failed(c: &Check, probe: &str, evs: &[&SystemEvent], sc: &EventScope) -> Eval {
     let (app, what) = (sc.app, &sc.what);
     let want = probe.to_lowercase();
     let hits: Vec<&SystemEvent> = evs
@@ -232,7 +232,7 @@ fn probe_failed(c: &CheckSpec, probe: &str, evs: &[&SystemEvent], sc: &EventScop
 
 /// `probe_failed_first`: of the probe types in `evs`, the first to reach `min` failures is
 /// `probe`.
-fn probe_failed_first(c: &CheckSpec, probe: &str, evs: &[&SystemEvent], sc: &EventScope) -> Eval {
+fn probe_failed_first(c: &Check, probe: &str, evs: &[&SystemEvent], sc: &EventScope) -> Eval {
     let (app, what) = (sc.app, &sc.what);
     let want = probe.to_lowercase();
     // The first type to reach `min` failures (1: the first failure of any type).
@@ -279,7 +279,7 @@ fn probe_failed_first(c: &CheckSpec, probe: &str, evs: &[&SystemEvent], sc: &Eve
     )
 }
 
-pub(super) fn action_check(c: &CheckSpec, runs: &RunsRecord) -> Eval {
+pub(super) fn action_check(c: &Check, runs: &RunsRecord) -> Eval {
     let Some(app) = &c.app else {
         return invalid("action_failed needs `app`");
     };

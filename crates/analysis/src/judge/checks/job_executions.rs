@@ -18,10 +18,10 @@ use serde_json::json;
 use super::{Eval, bounds_text, invalid, judged, scope, within_bounds};
 use crate::judge::job_executions::{self, Execution, RowsOutcome};
 use crate::judge::job_replicas;
-use crate::read::lab::CheckSpec;
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
 use crate::ts::iso_ms;
+use lab::Check;
 
 /// What a job check reads: the executions of its job that started in its scope, the scope in
 /// words, and the scope's end (`None`: open).
@@ -32,7 +32,7 @@ struct InScope {
 }
 
 /// The executions of the check's job that started in its scope.
-fn in_scope(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Result<InScope, Eval> {
+fn in_scope(c: &Check, runs: &RunsRecord, acc: &Acc) -> Result<InScope, Eval> {
     let Some(job) = &c.job else {
         return Err(invalid(format!("{} needs `job`", c.kind)));
     };
@@ -55,7 +55,7 @@ fn in_scope(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Result<InScope, Eval
 }
 
 /// Evaluates `job_executions_end`.
-pub(super) fn executions_end(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
+pub(super) fn executions_end(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
     let Some(want) = c.execution_status.as_deref() else {
         return invalid("job_executions_end needs `execution_status`");
     };
@@ -158,7 +158,7 @@ struct ReplicaEnd {
 
 /// Judges replica `r` of `job`: timed from `since`, ended within `[min, max]` s with the code.
 fn replica_end(
-    c: &CheckSpec,
+    c: &Check,
     acc: &Acc,
     r: &job_executions::Replica,
     (since, min, max): (&str, f64, f64),
@@ -204,7 +204,7 @@ fn replica_end(
 }
 
 /// Evaluates `job_replica_exit`.
-pub(super) fn replica_exit(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
+pub(super) fn replica_exit(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
     let Some(max) = c.max else {
         return invalid("job_replica_exit needs `max` (seconds)");
     };
@@ -280,7 +280,7 @@ pub(super) fn replica_exit(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval 
 /// Evaluates `job_executions_at_once`: each execution alive from its first replica's start row
 /// to its last replica's end row (to the end of the scope, or the last row read, while one of
 /// its replicas has no end row).
-pub(super) fn executions_at_once(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
+pub(super) fn executions_at_once(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
     if c.min.is_none() && c.max.is_none() {
         return invalid("job_executions_at_once needs `min`, `max` or both");
     }

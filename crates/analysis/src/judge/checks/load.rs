@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 
 use super::{Eval, Inputs, invalid, judged, load_runs, with};
 use crate::judge::verdict::Status;
-use crate::read::lab::CheckSpec;
 use crate::read::runs::RunsRecord;
 use crate::ts::iso_ms;
+use lab::Check;
 
 /// One aligned window of the selected lines.
 struct Win {
@@ -67,11 +67,7 @@ impl LoadSel<'_> {
 
 /// Selects the windows of a load check: its step's (or every step's) runs of `load`, read from
 /// the `req` lines when the run's windows come from them, else from its buckets.
-fn load_windows<'a>(
-    c: &'a CheckSpec,
-    runs: &'a RunsRecord,
-    inp: &Inputs,
-) -> Result<LoadSel<'a>, Eval> {
+fn load_windows<'a>(c: &'a Check, runs: &'a RunsRecord, inp: &Inputs) -> Result<LoadSel<'a>, Eval> {
     let Some(load) = &c.load else {
         return Err(invalid(format!("check kind {} needs `load`", c.kind)));
     };
@@ -140,7 +136,7 @@ fn load_windows<'a>(
 }
 
 /// A load check (`status_seen`, `no_errors`, `errors_at_least`, `recovers`) over its windows.
-pub(super) fn load_check(c: &CheckSpec, runs: &RunsRecord, inp: &Inputs) -> Eval {
+pub(super) fn load_check(c: &Check, runs: &RunsRecord, inp: &Inputs) -> Eval {
     let sel = match load_windows(c, runs, inp) {
         Ok(s) => s,
         Err(e) => return e,
@@ -201,7 +197,7 @@ pub(super) fn load_check(c: &CheckSpec, runs: &RunsRecord, inp: &Inputs) -> Eval
 /// `slowest_between`: the slowest response of the windows (their largest `max_ms`: a bucket's
 /// max, or the slowest `req` line) is within `[min, max]` ms. Not evaluated without requests or
 /// when no window tells its slowest response.
-fn slowest_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
+fn slowest_between(c: &Check, sel: &LoadSel, inp: &Inputs) -> Eval {
     let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
     let (Some(lo), Some(hi)) = (c.min, c.max) else {
         return invalid("slowest_between needs `min` and `max` (ms)");
@@ -240,7 +236,7 @@ fn slowest_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
 
 /// `error_rate_between`: each window with at least `min_requests` requests has an error rate in
 /// `[min_pct, max_pct]`. Not evaluated when no window has that many requests.
-fn error_rate_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
+fn error_rate_between(c: &Check, sel: &LoadSel, inp: &Inputs) -> Eval {
     let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
     let (Some(lo), Some(hi)) = (c.min_pct, c.max_pct) else {
         return invalid("error_rate_between needs `min_pct` and `max_pct`");
@@ -293,7 +289,7 @@ fn error_rate_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
 }
 
 /// `served_share_between`: the share of the responses served by `<app>--<revision>`.
-fn served_share_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
+fn served_share_between(c: &Check, sel: &LoadSel, inp: &Inputs) -> Eval {
     let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
     let (Some(app), Some(sfx), Some(lo), Some(hi)) = (&c.app, &c.revision, c.min_pct, c.max_pct)
     else {
@@ -332,7 +328,7 @@ fn served_share_between(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
 
 /// `errors_served_by`: every failed request of the runs was answered by `<app>--<revision>`,
 /// read from their `req` lines, which must hold every error the windows count.
-fn errors_served_by(c: &CheckSpec, sel: &LoadSel, inp: &Inputs) -> Eval {
+fn errors_served_by(c: &Check, sel: &LoadSel, inp: &Inputs) -> Eval {
     let (load, scenario, where_) = (sel.load, sel.scenario, &sel.where_);
     let (Some(app), Some(sfx)) = (&c.app, &c.revision) else {
         return invalid("errors_served_by needs `app` and `revision`");

@@ -17,10 +17,10 @@ use serde_json::json;
 
 use super::{Eval, invalid, judged, scope, scope_words};
 use crate::judge::job_replicas::{self, Spans};
-use crate::read::lab::{CheckSpec, LabFile};
 use crate::read::model::Acc;
 use crate::read::runs::{ActionRecord, RunsRecord};
 use crate::ts::{iso_ms, parse_ms};
+use lab::{Check, Lab};
 
 /// The enqueued items in a check's scope and when the first enqueue was fired.
 struct Enqueued {
@@ -40,7 +40,7 @@ struct Fate<'a> {
 type Fates<'a> = BTreeMap<&'a str, Fate<'a>>;
 
 /// The `enqueue` actions on `queue_app` in the check's step (every step without one).
-fn enqueued(c: &CheckSpec, runs: &RunsRecord, queue_app: &str) -> Result<Enqueued, Eval> {
+fn enqueued(c: &Check, runs: &RunsRecord, queue_app: &str) -> Result<Enqueued, Eval> {
     let actions: Vec<&ActionRecord> = runs
         .steps
         .iter()
@@ -97,7 +97,7 @@ fn fates<'a>(acc: &'a Acc, job: &str) -> Fates<'a> {
 }
 
 /// The queue app the check's job reads, from the lab file.
-fn queue_app<'a>(c: &CheckSpec, lab: &'a LabFile) -> Result<(&'a str, &'a str), Eval> {
+fn queue_app<'a>(c: &Check, lab: &'a Lab) -> Result<(&'a str, &'a str), Eval> {
     let Some(job) = &c.job else {
         return Err(invalid(format!("{} needs `job`", c.kind)));
     };
@@ -115,8 +115,8 @@ fn queue_app<'a>(c: &CheckSpec, lab: &'a LabFile) -> Result<(&'a str, &'a str), 
 /// What both queue checks read: the job, its queue app, the items enqueued in scope and what
 /// the job's workers did with each item.
 fn read<'a>(
-    c: &CheckSpec,
-    lab: &'a LabFile,
+    c: &Check,
+    lab: &'a Lab,
     runs: &RunsRecord,
     acc: &'a Acc,
 ) -> Result<(&'a str, &'a str, Enqueued, Fates<'a>), Eval> {
@@ -126,7 +126,7 @@ fn read<'a>(
 }
 
 /// Evaluates `queue_items_once`.
-pub(super) fn items_once(c: &CheckSpec, lab: &LabFile, runs: &RunsRecord, acc: &Acc) -> Eval {
+pub(super) fn items_once(c: &Check, lab: &Lab, runs: &RunsRecord, acc: &Acc) -> Eval {
     let (job, queue, enq, fates) = match read(c, lab, runs, acc) {
         Ok(x) => x,
         Err(e) => return e,
@@ -176,7 +176,7 @@ pub(super) fn items_once(c: &CheckSpec, lab: &LabFile, runs: &RunsRecord, acc: &
 }
 
 /// Evaluates `queue_drained_within`.
-pub(super) fn drained_within(c: &CheckSpec, lab: &LabFile, runs: &RunsRecord, acc: &Acc) -> Eval {
+pub(super) fn drained_within(c: &Check, lab: &Lab, runs: &RunsRecord, acc: &Acc) -> Eval {
     let Some(max_s) = c.max else {
         return invalid("queue_drained_within needs `max` (seconds)");
     };
@@ -233,7 +233,7 @@ pub(super) fn drained_within(c: &CheckSpec, lab: &LabFile, runs: &RunsRecord, ac
 }
 
 /// Evaluates `job_replicas_at_most`.
-pub(super) fn replicas_at_most(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
+pub(super) fn replicas_at_most(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
     let (Some(job), Some(max)) = (&c.job, c.max) else {
         return invalid("job_replicas_at_most needs `job` and `max`");
     };

@@ -13,13 +13,13 @@ use logline::event::RevisionStateSample;
 use serde_json::json;
 
 use super::{Eval, invalid, judged, scope};
-use crate::read::lab::CheckSpec;
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
 use crate::ts::{iso_ms, parse_ms};
+use lab::Check;
 
 /// Evaluates a `revision_state_seen` check.
-pub(super) fn revision_state_seen(c: &CheckSpec, runs: &RunsRecord, acc: &Acc) -> Eval {
+pub(super) fn revision_state_seen(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
     let (Some(app), Some(running)) = (&c.app, &c.running_state) else {
         return invalid("revision_state_seen needs `app` and `running_state`");
     };

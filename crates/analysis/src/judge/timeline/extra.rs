@@ -9,16 +9,16 @@ use serde_json::{Value, json};
 use super::opt;
 use crate::judge::verdict::{DEFAULT_HEADROOM_FACTOR, staircases};
 use crate::read::evidence::{Level, Statement};
-use crate::read::lab::LabFile;
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
 use crate::read::wording::terminations;
 use crate::table::{Table, num};
 use crate::ts::iso_ms;
+use lab::Lab;
 
 /// Preflight headroom: every staircase step, the step at the lab's load rate and the step just
 /// below it (matched by rate), and their p50 ratio against the factor.
-pub fn headroom(acc: &Acc, lab: &LabFile, runs: Option<&RunsRecord>) -> Table {
+pub fn headroom(acc: &Acc, lab: &Lab, runs: Option<&RunsRecord>) -> Table {
     let factor = lab
         .preconditions
         .headroom_factor

@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 use super::{DEFAULT_HEADROOM_FACTOR, Gate, Status, round3};
 use crate::judge::events::Event;
 use crate::judge::rule::{BucketRow, Rule, RunSummary};
-use crate::read::lab::LabFile;
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
+use lab::Lab;
 
-pub(super) fn baseline_gate(lab: &LabFile, rule: &Rule, q2: &[BucketRow], q2_name: &str) -> Gate {
+pub(super) fn baseline_gate(lab: &Lab, rule: &Rule, q2: &[BucketRow], q2_name: &str) -> Gate {
     let required = lab.preconditions.baseline_clean;
     let rows: Vec<(usize, &BucketRow)> = q2
         .iter()
@@ -97,7 +97,7 @@ fn rates_text(v: &[(f64, Option<f64>)]) -> String {
 
 /// Every run with `step` lines, matched by rate: the step whose target rate is the lab's load
 /// rate, and the step with the highest rate below it.
-pub fn staircases(acc: &Acc, lab: &LabFile, runs: Option<&RunsRecord>) -> Vec<Staircase> {
+pub fn staircases(acc: &Acc, lab: &Lab, runs: Option<&RunsRecord>) -> Vec<Staircase> {
     let ids: BTreeSet<String> = acc
         .steps
         .iter()
@@ -185,7 +185,7 @@ pub fn staircases(acc: &Acc, lab: &LabFile, runs: Option<&RunsRecord>) -> Vec<St
     out
 }
 
-pub(super) fn headroom_gate(acc: &Acc, lab: &LabFile, runs: Option<&RunsRecord>) -> Gate {
+pub(super) fn headroom_gate(acc: &Acc, lab: &Lab, runs: Option<&RunsRecord>) -> Gate {
     let required = lab.preconditions.headroom;
     let factor = lab
         .preconditions
@@ -261,7 +261,7 @@ pub(super) fn headroom_gate(acc: &Acc, lab: &LabFile, runs: Option<&RunsRecord>)
 /// the lab says so).
 pub(super) fn perturbations_gate(
     events: &[Event],
-    lab: &LabFile,
+    lab: &Lab,
     runs: Result<&RunsRecord, &crate::NoRuns>,
 ) -> Gate {
     let required = lab.preconditions.perturbations_observed;
@@ -336,7 +336,7 @@ pub(super) fn perturbations_gate(
 /// What keeps the fired events from being the scheduled ones, each observed: steps missing
 /// from `runs.json`, steps that fired fewer events than scheduled, fewer events than expected in
 /// all, none at all, and every event not observed. Empty when nothing is missing.
-fn missing_events(events: &[Event], lab: &LabFile, runs: &RunsRecord) -> Vec<String> {
+fn missing_events(events: &[Event], lab: &Lab, runs: &RunsRecord) -> Vec<String> {
     let mut missing: Vec<String> = Vec::new();
     for s in lab.steps.iter().filter(|s| s.action.is_some()) {
         let Some(want) = s.events else { continue };
