@@ -46,15 +46,14 @@ async fn audit_image_samples_a_window_derived_from_replica_timeout_and_exits_0()
     };
     docker.require_image("subject").await;
     docker.require_image(IMAGE).await;
-    let plane = Plane::start().await;
+    let plane = start_plane().await;
     plane.put_subject(2).await;
     let (rev, reps) = plane.settle(1, 2, Duration::from_secs(5)).await;
 
     // No AUDIT_WINDOW_SECONDS: the window is the replica timeout minus max(20 s, a sixth).
     let (replica_timeout_s, window_s) = (24_u64, 4_u64);
     let started = Instant::now();
-    let audit = plane
-        .sampler_container(IMAGE)
+    let audit = sampler_container(&plane, IMAGE)
         .with_env_var("SAMPLE_INTERVAL_SECONDS", "1")
         .with_env_var("REPLICA_TIMEOUT_SECONDS", replica_timeout_s.to_string())
         .with_env_var("RUN_LABEL", RUN_LABEL)
@@ -124,11 +123,10 @@ async fn audit_image_runs_as_non_root_pid_1_and_on_docker_stop_writes_its_end_ma
     };
     docker.require_image("subject").await;
     docker.require_image(IMAGE).await;
-    let plane = Plane::start().await;
+    let plane = start_plane().await;
     plane.put_subject(1).await;
 
-    let audit = plane
-        .sampler_container(IMAGE)
+    let audit = sampler_container(&plane, IMAGE)
         .with_env_var("SAMPLE_INTERVAL_SECONDS", "1")
         .with_env_var("AUDIT_WINDOW_SECONDS", "60")
         .with_env_var("RUN_LABEL", RUN_LABEL)
@@ -190,14 +188,14 @@ async fn audit_image_as_a_job_execution_ends_succeeded_before_its_replica_timeou
     };
     docker.require_image("subject").await;
     docker.require_image(IMAGE).await;
-    let plane = Plane::start().await;
+    let plane = start_plane().await;
     let rev = plane.put_subject(1).await;
 
     let (replica_timeout_s, window_s) = (25_u64, 5_u64);
     let job: Job = serde_json::from_value(json!({
         "location": "local",
         "properties": {
-            "environmentId": format!("/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"),
+            "environmentId": plane.environment_id(),
             "configuration": {"triggerType": "Manual", "replicaTimeout": replica_timeout_s,
                 "replicaRetryLimit": 0,
                 "manualTriggerConfig": {"parallelism": 1, "replicaCompletionCount": 1}},
@@ -254,6 +252,7 @@ async fn audit_image_as_a_job_execution_ends_succeeded_before_its_replica_timeou
 
     // The execution's stdout, as the console log table holds it (written asynchronously).
     let table = plane
+        .plane
         .evidence_dir()
         .join("logs/ContainerAppConsoleLogs_CL.ndjson");
     let deadline = Instant::now() + Duration::from_secs(10);

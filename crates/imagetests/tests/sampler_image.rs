@@ -26,12 +26,11 @@ async fn sampler_image_sees_a_rollout_on_cadence_and_exits_0_when_its_window_end
     docker.require_image("subject").await;
     docker.require_image(IMAGE).await;
     // Declared first, dropped last: on a panic the sampler container goes before localplane.
-    let plane = Plane::start().await;
+    let plane = start_plane().await;
     let rev1 = plane.put_subject(1).await;
 
     let (interval_ms, window_s) = (1000_i64, 14_u64);
-    let sampler = plane
-        .sampler_container(IMAGE)
+    let sampler = sampler_container(&plane, IMAGE)
         .with_env_var("SAMPLE_INTERVAL_SECONDS", "1")
         .with_env_var("SAMPLE_DURATION_SECONDS", window_s.to_string())
         .with_env_var("PERTURBATION_ID", "p-rollout")
@@ -163,13 +162,12 @@ async fn sampler_image_sees_a_restart_and_ends_its_window_on_docker_stop() {
     };
     docker.require_image("subject").await;
     docker.require_image(IMAGE).await;
-    let plane = Plane::start().await;
+    let plane = start_plane().await;
     let rev = plane.put_subject(1).await;
     let (_, before_reps) = plane.settle(1, 1, Duration::from_secs(5)).await;
     let old_replica = before_reps[0].name.clone();
 
-    let sampler = plane
-        .sampler_container(IMAGE)
+    let sampler = sampler_container(&plane, IMAGE)
         .with_env_var("SAMPLE_INTERVAL_SECONDS", "1")
         .with_env_var("SAMPLE_DURATION_SECONDS", "60")
         .start()

@@ -12,114 +12,32 @@ mod common;
 
 use std::time::Duration;
 
-use arm::client::Method;
-use arm::models::ContainerApp;
-use arm::{ArmClient, ClientConfig, Scope, TokenSource};
 use common::*;
 use logline::event::Line;
 use sampler::sink::Memory;
 use serde_json::json;
+use testkit::arm_plane::{ArmPlane, SUBSCRIPTION as SUB};
 use testkit::events::sampler_errors;
 use testkit::eventually;
 use testkit::localplane::Harness;
 
-const SUB: &str = "00000000-0000-0000-0000-000000000000";
 const RG: &str = "rg";
 
-struct Lab {
-    plane: Harness,
-    client: ArmClient,
-    scope: Scope,
-}
-
-impl Lab {
-    /// localplane with one environment and app `subject` with `replicas` ready replicas.
-    async fn start(replicas: u32) -> Lab {
-        let plane = Harness::process().await;
-        let mut cfg = ClientConfig::new(plane.base_url().parse().unwrap());
-        cfg.lro_poll = Duration::from_millis(200);
-        let client = ArmClient::new(cfg, TokenSource::none()).unwrap();
-        let scope = Scope::new(SUB, RG);
-        let env_path = format!(
-            "/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"
-        );
-        client
-            .send_and_wait(
-                "put_env",
-                Method::PUT,
-                client.resource_url(&env_path).unwrap(),
-                Some(&json!({"location": "local", "properties": {}})),
-            )
-            .await
-            .unwrap();
-        let app: ContainerApp = serde_json::from_value(json!({
-            "location": "local",
-            "properties": {
-                "environmentId": format!("/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"),
-                "configuration": {"activeRevisionsMode": "Single",
-                                  "ingress": {"external": true, "targetPort": 8080}},
-                "template": {
-                    "terminationGracePeriodSeconds": 2,
-                    "containers": [{"name": "subject", "image": "probelab/subject:dev",
-                                    "env": [{"name": "STARTUP_DELAY_SECONDS", "value": "0"}]}],
-                    "scale": {"minReplicas": replicas, "maxReplicas": replicas}
-                }
-            }
-        }))
-        .unwrap();
-        client.put_app(&scope, "subject", &app).await.unwrap();
-        let lab = Lab {
-            plane,
-            client,
-            scope,
-        };
-        lab.settle(1, replicas).await;
-        lab
-    }
-
-    /// Waits (≤ 60 s) until the app has `revisions` revisions, one active with `replicas`
-    /// running ready replicas and the others without replicas.
-    async fn settle(&self, revisions: usize, replicas: u32) {
-        eventually(Duration::from_secs(60), "localplane to settle", || {
-            self.settled(revisions, replicas)
-        })
-        .await;
-    }
-
-    async fn settled(&self, revisions: usize, replicas: u32) -> Option<()> {
-        let revs = self
-            .client
-            .list_revisions(&self.scope, "subject")
-            .await
-            .unwrap();
-        let active: Vec<_> = revs.iter().filter(|r| r.properties.active).collect();
-        let others_empty = revs
-            .iter()
-            .filter(|r| !r.properties.active)
-            .all(|r| r.properties.replicas == 0);
-        if revs.len() != revisions || active.len() != 1 || !others_empty {
-            return None;
-        }
-        let reps = self
-            .client
-            .list_replicas(&self.scope, "subject", &active[0].name)
-            .await
-            .unwrap();
-        (reps.len() == replicas as usize
-            && reps
-                .iter()
-                .all(|r| r.properties.containers.iter().all(|c| c.ready)))
-        .then_some(())
-    }
+/// localplane (process runtime) with one environment and app `subject` with `replicas` ready
+/// replicas.
+async fn start(replicas: u32) -> ArmPlane {
+    let lab = ArmPlane::on(Harness::process().await, RG).await;
+    lab.put_subject(replicas).await;
+    lab
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn samples_every_revision_and_replica_localplane_reports() {
-    let lab = Lab::start(2).await;
+    let lab = start(2).await;
     // A second revision through the client's env update (GET + PATCH of the whole template).
     let suffix = arm::fresh_revision_suffix();
     let app = lab
-        .client
+        .arm
         .set_app_env(
             &lab.scope,
             "subject",
@@ -137,7 +55,7 @@ async fn samples_every_revision_and_replica_localplane_reports() {
         Some("0"),
         "rest of template kept"
     );
-    lab.settle(2, 2).await;
+    lab.settle(2, 2, Duration::from_secs(60)).await;
 
     let cfg = config(&lab.plane.base_url(), "subject", "500ms", "2s");
     let sink = Memory::default();
@@ -148,15 +66,11 @@ async fn samples_every_revision_and_replica_localplane_reports() {
     let lines = sink.lines();
     assert!(sampler_errors(&lines).is_empty(), "{lines:#?}");
 
-    let revs = lab
-        .client
-        .list_revisions(&lab.scope, "subject")
-        .await
-        .unwrap();
+    let revs = lab.arm.list_revisions(&lab.scope, "subject").await.unwrap();
     let active = revs.iter().find(|r| r.properties.active).unwrap();
     assert!(active.name.ends_with(&suffix), "{}", active.name);
     let reps = lab
-        .client
+        .arm
         .list_replicas(&lab.scope, "subject", &active.name)
         .await
         .unwrap();
@@ -201,7 +115,7 @@ async fn samples_every_revision_and_replica_localplane_reports() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn localplane_faults_cost_only_the_ticks_they_hit_and_are_reported() {
-    let lab = Lab::start(1).await;
+    let lab = start(1).await;
     let base = lab.plane.base_url();
     let cfg = config(&base, "subject", "1s", "8s");
     let sink = Memory::default();
@@ -242,7 +156,7 @@ async fn localplane_faults_cost_only_the_ticks_they_hit_and_are_reported() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cadence_holds_over_60_s_at_1_s() {
-    let lab = Lab::start(2).await;
+    let lab = start(2).await;
     let cfg = config(&lab.plane.base_url(), "subject", "1", "60");
     let sink = Memory::default();
     let out = sampler::run_with(&cfg, &client(&cfg), &sink, std::future::pending())
@@ -275,12 +189,12 @@ async fn cadence_holds_over_60_s_at_1_s() {
 async fn samples_each_jobs_executions_and_their_statuses() {
     use arm::models::Job;
     use clap::Parser;
-    let lab = Lab::start(1).await;
-    let (c, scope) = (&lab.client, &lab.scope);
+    let lab = start(1).await;
+    let (c, scope) = (&lab.arm, &lab.scope);
     let job: Job = serde_json::from_value(json!({
         "location": "local",
         "properties": {
-            "environmentId": format!("/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"),
+            "environmentId": lab.environment_id(),
             "configuration": {"triggerType": "Manual", "replicaTimeout": 60, "replicaRetryLimit": 0,
                 "manualTriggerConfig": {"parallelism": 1, "replicaCompletionCount": 1}},
             "template": {"containers": [{"name": "batch", "image": "probelab/subject:dev",
@@ -356,18 +270,18 @@ async fn samples_each_jobs_executions_and_their_statuses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arm_revision_restart_and_job_operations_against_localplane() {
     use arm::models::{Job, JobExecutionStatus, JobExecutionTemplate};
-    let lab = Lab::start(1).await;
-    let (c, scope) = (&lab.client, &lab.scope);
+    let lab = start(1).await;
+    let (c, scope) = (&lab.arm, &lab.scope);
     let revs = c.list_revisions(scope, "subject").await.unwrap();
     c.restart_revision(scope, "subject", &revs[0].name)
         .await
         .unwrap();
-    lab.settle(1, 1).await;
+    lab.settle(1, 1, Duration::from_secs(60)).await;
 
     let job: Job = serde_json::from_value(json!({
         "location": "local",
         "properties": {
-            "environmentId": format!("/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"),
+            "environmentId": lab.environment_id(),
             "configuration": {"triggerType": "Manual", "replicaTimeout": 60, "replicaRetryLimit": 0,
                 "manualTriggerConfig": {"parallelism": 1, "replicaCompletionCount": 1}},
             "template": {"terminationGracePeriodSeconds": 1,

@@ -7,6 +7,9 @@
 //!   checks of container stdout. Its docs say why no Docker API version shim is needed.
 //! - [`localplane`] (feature `localplane`): localplane in the test's process with a temporary
 //!   state and evidence dir, stopped within a minute, its Docker leftovers removed on drop.
+//! - [`arm_plane`] (feature `localplane`): that localplane through the `arm` crate's typed
+//!   client, with a managed environment and the subject app, waits for it to settle; the
+//!   subscription and resource paths every localplane test uses.
 //! - [`wait`]: [`eventually`], a wait on the condition a test asserts instead of a fixed sleep.
 //! - [`http`]: a one-connection-per-request HTTP/1.1 client that tells refused, closed/reset and
 //!   timed-out requests apart, a connection a test holds ([`http::Conn`]) and a request with
@@ -21,6 +24,8 @@
 //! - [`log_analytics`]: a stand-in for the Log Analytics query API over localplane's log
 //!   files, with an ingestion delay, a record limit and the columns Azure adds.
 
+#[cfg(feature = "localplane")]
+pub mod arm_plane;
 pub mod bins;
 pub mod docker;
 pub mod events;

@@ -1,27 +1,20 @@
-//! localplane in-process on the Docker runtime, as the ARM endpoint that the
-//! `perturbation-sampler` and `audit` images reach from inside its network, plus what their
-//! tests share: the images' ARM environment, the app under test, typed stdout lines, schedule
-//! checks and the PID 1 / non-root check.
+//! localplane in-process on the Docker runtime (testkit's [`ArmPlane`]) as the ARM endpoint that
+//! the `perturbation-sampler` and `audit` images reach from inside its network, plus what their
+//! tests share: the images' ARM environment, typed stdout lines, schedule checks and the PID 1 /
+//! non-root check.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
 
-use arm::client::Method;
-use arm::models::{ContainerApp, Replica, Revision};
-use arm::{ArmClient, ClientConfig, Scope, TokenSource};
 use localplane::RuntimeKind;
 use logline::event::{
     Line, MarkerPhase, PerturbationWindowMarker, ReplicaInventorySample, RevisionStateSample,
 };
-use serde_json::json;
+pub use testkit::arm_plane::{APP, ArmPlane, SUBSCRIPTION as SUB};
 use testkit::docker::Docker;
 use testkit::localplane::Harness;
 use testkit::testcontainers::{ContainerAsync, ContainerRequest, GenericImage, ImageExt};
 
-pub const SUB: &str = "00000000-0000-0000-0000-000000000000";
 pub const RG: &str = "rg-images";
-/// The app under test (the subject image), as the samplers' `CONTAINER_APP_NAMES`.
-pub const APP: &str = "subject";
 
 /// How far from `start + k * interval` a tick may start in these tests. The sampler reports a
 /// tick more than 50 ms late as `tick_late` (its own cadence test pins 50 ms on a quiet machine);
@@ -29,208 +22,28 @@ pub const APP: &str = "subject";
 /// the suite, so a late tick is tolerated up to this bound and anything else is an error.
 pub const CADENCE_TOLERANCE_MS: i64 = 250;
 
-/// A localplane on the Docker runtime (testkit's harness: a temp state and evidence dir; `stop`
-/// shuts it down; if a test panics first, dropping it stops its supervisors and removes whatever
-/// it left in Docker), with an ARM client for it.
-pub struct Plane {
-    plane: Harness,
-    pub arm: ArmClient,
-    pub scope: Scope,
-    network: String,
-    container_arm: String,
+/// Starts localplane on the Docker runtime (ARM API on 127.0.0.1 and on its network's gateway)
+/// with the managed environment. Call after `require_docker` and `require_image`; `stop` shuts
+/// it down, and if a test panics first, dropping it removes whatever it left in Docker.
+pub async fn start_plane() -> ArmPlane {
+    ArmPlane::on(Harness::start(RuntimeKind::Docker).await, RG).await
 }
 
-impl Plane {
-    /// Starts localplane (Docker runtime, ARM API on 127.0.0.1 and on its network's gateway) and
-    /// creates the managed environment `env`. Call after `require_docker` and `require_image`.
-    pub async fn start() -> Plane {
-        let plane = Harness::start(RuntimeKind::Docker).await;
-        let lp = plane.localplane();
-        let network = lp
-            .docker_network()
-            .unwrap_or_else(|| panic!("localplane on Docker has a network"))
-            .to_owned();
-        let container_arm = lp.container_arm_endpoint();
-        let endpoint = lp
-            .base_url()
-            .parse()
-            .unwrap_or_else(|e| panic!("base url {}: {e}", lp.base_url()));
-        let mut cfg = ClientConfig::new(endpoint);
-        cfg.lro_poll = Duration::from_millis(200);
-        let arm = ArmClient::new(cfg, TokenSource::none())
-            .unwrap_or_else(|e| panic!("ARM client for localplane: {e}"));
-        let plane = Plane {
-            plane,
-            arm,
-            scope: Scope::new(SUB, RG),
-            network,
-            container_arm,
-        };
-        let url = plane
-            .arm
-            .resource_url(&env_id())
-            .unwrap_or_else(|e| panic!("environment url: {e}"));
-        plane
-            .arm
-            .send_and_wait(
-                "put_env",
-                Method::PUT,
-                url,
-                Some(&json!({"location": "local", "properties": {}})),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("PUT managed environment: {e}"));
-        plane
-    }
-
-    /// The Docker network localplane's containers run on; the sampler containers join it.
-    pub fn network(&self) -> &str {
-        &self.network
-    }
-
-    /// `http://<gateway>:<port>`: localplane's ARM API as containers on its network reach it.
-    pub fn container_arm_endpoint(&self) -> &str {
-        &self.container_arm
-    }
-
-    /// The evidence dir localplane writes its Log Analytics shaped tables to.
-    pub fn evidence_dir(&self) -> std::path::PathBuf {
-        self.plane.evidence_dir()
-    }
-
-    /// PUTs app [`APP`] (the subject image, `replicas` replicas, 1 s startup and readiness
-    /// probes, 1 s grace) and waits until its one revision has them all ready.
-    pub async fn put_subject(&self, replicas: u32) -> Revision {
-        let app: ContainerApp = serde_json::from_value(json!({
-            "location": "local",
-            "properties": {
-                "environmentId": env_id(),
-                "configuration": {"activeRevisionsMode": "Single",
-                                  "ingress": {"external": true, "targetPort": 8080}},
-                "template": {
-                    "terminationGracePeriodSeconds": 1,
-                    "containers": [{
-                        "name": "subject",
-                        "image": "probelab/subject:dev",
-                        "env": [{"name": "STARTUP_DELAY_SECONDS", "value": "0"}],
-                        "probes": [
-                            {"type": "Startup", "httpGet": {"path": "/healthz", "port": 8080},
-                             "periodSeconds": 1, "failureThreshold": 30},
-                            {"type": "Readiness", "httpGet": {"path": "/healthz", "port": 8080},
-                             "periodSeconds": 1, "failureThreshold": 3}
-                        ]
-                    }],
-                    "scale": {"minReplicas": replicas, "maxReplicas": replicas}
-                }
-            }
-        }))
-        .unwrap_or_else(|e| panic!("app body: {e}"));
-        self.arm
-            .put_app(&self.scope, APP, &app)
-            .await
-            .unwrap_or_else(|e| panic!("PUT app {APP}: {e}"));
-        self.settle(1, replicas, Duration::from_secs(60)).await.0
-    }
-
-    /// Waits (at most `limit`) until the app has `revisions` revisions, one of them active with
-    /// `replicas` replicas whose containers are all started and ready, the others without
-    /// replicas. Returns the active revision and its replicas.
-    pub async fn settle(
-        &self,
-        revisions: usize,
-        replicas: u32,
-        limit: Duration,
-    ) -> (Revision, Vec<Replica>) {
-        let start = Instant::now();
-        loop {
-            let last = match self.settled(revisions, replicas).await {
-                Ok(found) => return found,
-                Err(state) => state,
-            };
-            assert!(
-                start.elapsed() < limit,
-                "app {APP} did not settle on {revisions} revision(s) with {replicas} ready \
-                 replica(s) within {limit:?}; last seen: {last}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-
-    async fn settled(
-        &self,
-        revisions: usize,
-        replicas: u32,
-    ) -> Result<(Revision, Vec<Replica>), String> {
-        let revs = self
-            .arm
-            .list_revisions(&self.scope, APP)
-            .await
-            .map_err(|e| format!("list revisions: {e}"))?;
-        let summary = || {
-            revs.iter()
-                .map(|r| {
-                    format!(
-                        "{} active={} replicas={} traffic={}",
-                        r.name,
-                        r.properties.active,
-                        r.properties.replicas,
-                        r.properties.traffic_weight
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        let active: Vec<&Revision> = revs.iter().filter(|r| r.properties.active).collect();
-        let others_empty = revs
-            .iter()
-            .filter(|r| !r.properties.active)
-            .all(|r| r.properties.replicas == 0);
-        if revs.len() != revisions || active.len() != 1 || !others_empty {
-            return Err(summary());
-        }
-        let reps = self
-            .arm
-            .list_replicas(&self.scope, APP, &active[0].name)
-            .await
-            .map_err(|e| format!("list replicas: {e}"))?;
-        let ready = reps.iter().all(|r| {
-            !r.properties.containers.is_empty()
-                && r.properties.containers.iter().all(|c| c.ready && c.started)
-        });
-        if reps.len() != replicas as usize || !ready {
-            return Err(format!(
-                "{}; {} replica(s), ready={ready}",
-                summary(),
-                reps.len()
-            ));
-        }
-        Ok((active[0].clone(), reps))
-    }
-
-    /// A request for `probelab/<image>:dev` on localplane's network with the ARM environment
-    /// every sampler needs (no token: localplane takes none; `auto` would pick the Azure CLI for
-    /// a non-loopback `http` endpoint) and sampling app [`APP`].
-    pub fn sampler_container(&self, image: &str) -> ContainerRequest<GenericImage> {
-        testkit::docker::container(image, &[])
-            .with_network(self.network.clone())
-            .with_env_var("SUBSCRIPTION_ID", SUB)
-            .with_env_var("RESOURCE_GROUP", RG)
-            .with_env_var("CONTAINER_APP_NAMES", APP)
-            .with_env_var("ARM_ENDPOINT", self.container_arm.clone())
-            .with_env_var("ARM_TOKEN_SOURCE", "none")
-    }
-
-    /// Shuts localplane down (containers stopped with their grace, network removed). Remove the
-    /// test's own containers on its network first.
-    pub async fn stop(self) {
-        self.plane.stop().await;
-    }
-}
-
-fn env_id() -> String {
-    format!(
-        "/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/env"
-    )
+/// A request for `probelab/<image>:dev` on localplane's network with the ARM environment every
+/// sampler needs (no token: localplane takes none; `auto` would pick the Azure CLI for a
+/// non-loopback `http` endpoint) and sampling app [`APP`].
+pub fn sampler_container(plane: &ArmPlane, image: &str) -> ContainerRequest<GenericImage> {
+    let lp = plane.plane.localplane();
+    let network = lp
+        .docker_network()
+        .unwrap_or_else(|| panic!("localplane on Docker has a network"));
+    testkit::docker::container(image, &[])
+        .with_network(network.to_owned())
+        .with_env_var("SUBSCRIPTION_ID", SUB)
+        .with_env_var("RESOURCE_GROUP", RG)
+        .with_env_var("CONTAINER_APP_NAMES", APP)
+        .with_env_var("ARM_ENDPOINT", lp.container_arm_endpoint())
+        .with_env_var("ARM_TOKEN_SOURCE", "none")
 }
 
 /// The container's stdout as typed lines; panics on a torn line or one that is not a known kind.

@@ -13,7 +13,7 @@ use localplane::RuntimeKind;
 use serde_json::Value;
 use testkit::localplane::Harness;
 
-pub const SUB: &str = "00000000-0000-0000-0000-000000000000";
+pub use testkit::arm_plane::SUBSCRIPTION as SUB;
 pub const RG: &str = "rg-lab";
 pub const AV: &str = "api-version=2025-07-01";
 

@@ -13,7 +13,7 @@ pub fn config(base: &str, apps: &str, interval: &str, duration: &str) -> Sampler
     SamplerConfig::try_parse_from([
         "perturbation-sampler",
         "--subscription-id",
-        "00000000-0000-0000-0000-000000000000",
+        testkit::arm_plane::SUBSCRIPTION,
         "--resource-group",
         "rg",
         "--container-app-names",
