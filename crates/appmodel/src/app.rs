@@ -44,6 +44,13 @@ pub struct ContainerAppProperties {
     pub latest_ready_revision_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_revision_fqdn: Option<String>,
+    /// `Progressing`, `Running`, `Stopped`, ... (read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbound_ip_addresses: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_stream_endpoint: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<Configuration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,6 +134,8 @@ pub struct Ingress {
     pub target_port: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_insecure: Option<bool>,
     #[serde(
         default,
         deserialize_with = "null_as_empty",

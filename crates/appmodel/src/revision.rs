@@ -102,6 +102,10 @@ pub struct ReplicaContainer {
     pub running_state: Option<ContainerRunningState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_state_details: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_stream_endpoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_endpoint: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }

@@ -76,7 +76,11 @@ fn replicas_list_example_parses() {
     assert!(c.ready && c.started);
     assert_eq!(c.restart_count, 0);
     assert_eq!(c.running_state, Some(ContainerRunningState::Running));
-    assert!(c.extra.contains_key("execEndpoint"), "unknown fields kept");
+    assert_eq!(c.exec_endpoint.as_deref(), Some("testExecEndpoint"));
+    assert_eq!(
+        c.log_stream_endpoint.as_deref(),
+        Some("testLogStreamEndpoint")
+    );
 }
 
 #[test]

@@ -28,7 +28,7 @@ pub fn list(st: &PlaneState, kind: Kind, sub: &str, rg: Option<&str>) -> Vec<Val
             .apps
             .values()
             .filter(|a| in_scope(&a.sub, &a.rg))
-            .map(|a| a.to_json(app_provisioning(st, a)))
+            .map(|a| app_value(st, a))
             .collect(),
         Kind::Jobs => st
             .jobs
@@ -97,7 +97,7 @@ pub fn resource_json(st: &PlaneState, id: &str) -> Option<Value> {
     };
     if kind.eq_ignore_ascii_case("containerApps") {
         let a = st.apps.get(&key(name))?;
-        Some(a.to_json(app_provisioning(st, a)))
+        Some(app_value(st, a))
     } else if kind.eq_ignore_ascii_case("jobs") {
         st.jobs.get(&key(name)).map(crate::job::Job::to_json)
     } else if kind.eq_ignore_ascii_case("managedEnvironments") {
@@ -105,6 +105,12 @@ pub fn resource_json(st: &PlaneState, id: &str) -> Option<Value> {
     } else {
         None
     }
+}
+
+/// An app's GET body as JSON, beside the other kinds' (a typed body always serializes: its
+/// maps have text keys).
+fn app_value(st: &PlaneState, a: &crate::plane::App) -> Value {
+    serde_json::to_value(a.app_view(app_provisioning(st, a))).unwrap_or(Value::Null)
 }
 
 /// An environment as its GET answers it.

@@ -54,7 +54,7 @@ pub(crate) async fn get_app(
 ) -> ArmResult {
     let st = s.plane.lock();
     let app = find_app(&st, &name, &rg)?;
-    Ok(axum::Json(app.to_json(listing::app_provisioning(&st, app))).into_response())
+    Ok(axum::Json(app.app_view(listing::app_provisioning(&st, app))).into_response())
 }
 
 pub(crate) async fn put_app(
@@ -175,7 +175,7 @@ async fn upsert_app(
     }
     let notify = app.notify.clone();
     let stop = app.controller_stop.clone();
-    let out = app.to_json(if new_revision {
+    let out = app.app_view(if new_revision {
         "InProgress"
     } else {
         "Succeeded"
@@ -242,6 +242,17 @@ fn new_app(sub: &str, rg: &str, name: &str, body: &AppBody) -> App {
     }
 }
 
+/// Whether two templates are one to the service: equal as the wire type (so a client that sends
+/// back what a GET gave it, where an empty list is left out, changes nothing); equal as sent
+/// when either does not read as the wire type.
+fn same_template(a: &Value, b: &Value) -> bool {
+    let typed = |v: &Value| serde_json::from_value::<appmodel::Template>(v.clone()).ok();
+    match (typed(a), typed(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 /// Adds a revision to `app` when `template` differs from its latest one's (named by
 /// `revisionSuffix` or a random suffix); `true` when it did. A suffix already taken is a 400.
 fn add_revision_if_changed(
@@ -249,7 +260,10 @@ fn add_revision_if_changed(
     template: Value,
     spec: crate::model::TemplateSpec,
 ) -> Result<bool, ArmError> {
-    if !app.latest().is_none_or(|r| r.template != template) {
+    if app
+        .latest()
+        .is_some_and(|r| same_template(&r.template, &template))
+    {
         return Ok(false);
     }
     let suffix = spec
@@ -476,8 +490,26 @@ pub(crate) fn remove_app(
 
 #[cfg(test)]
 mod tests {
-    use super::parse_app_body;
+    use super::{parse_app_body, same_template};
     use serde_json::{Value, json};
+
+    /// The az CLI sends back the template a GET gave it, where an empty list is left out: the
+    /// same revision, not a new one; a changed image is a new one.
+    #[test]
+    fn a_template_sent_back_as_a_get_gave_it_is_the_same_revision() {
+        let stored = json!({"revisionSuffix": "v1",
+            "containers": [{"name": "app", "image": "probelab/subject:dev", "env": [], "probes": []}]});
+        let sent_back = json!({"revisionSuffix": "v1",
+            "containers": [{"name": "app", "image": "probelab/subject:dev"}]});
+        assert!(same_template(&stored, &sent_back));
+        let changed = json!({"revisionSuffix": "v1",
+            "containers": [{"name": "app", "image": "probelab/subject:v2"}]});
+        assert!(!same_template(&stored, &changed));
+        assert!(!same_template(
+            &json!({"containers": "?"}),
+            &json!({"containers": []})
+        ));
+    }
 
     /// The PUT body of the spec's `ContainerApps_CreateOrUpdate` example (2024-03-01), the
     /// fixture `appmodel`'s tests pin the wire model with.

@@ -1,10 +1,11 @@
 //! An app's revisions and their replicas: lists, GETs, and the revision actions (restart,
 //! activate, deactivate; a deactivation refused while the revision has traffic).
 
+use appmodel as wire;
 use axum::extract::{Path, State};
 use axum::response::IntoResponse;
 use http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::error::ArmError;
 use crate::handler::ApiState;
@@ -19,8 +20,11 @@ pub(crate) async fn list_revisions(
 ) -> ArmResult {
     let st = s.plane.lock();
     let app = find_app(&st, &name, &rg)?;
-    let value: Vec<Value> = app.revisions.iter().map(|r| app.revision_json(r)).collect();
-    Ok(axum::Json(json!({ "value": value })).into_response())
+    let page = wire::Page {
+        value: app.revisions.iter().map(|r| app.revision_view(r)).collect(),
+        next_link: None,
+    };
+    Ok(axum::Json(page).into_response())
 }
 
 fn revision_not_found(rev: &str) -> ArmError {
@@ -38,7 +42,7 @@ pub(crate) async fn get_revision(
     let st = s.plane.lock();
     let app = find_app(&st, &name, &rg)?;
     let r = app.revision(&rev).ok_or_else(|| revision_not_found(&rev))?;
-    Ok(axum::Json(app.revision_json(r)).into_response())
+    Ok(axum::Json(app.revision_view(r)).into_response())
 }
 
 pub(crate) async fn revision_action(
@@ -117,13 +121,16 @@ pub(crate) async fn list_replicas_via_action(
     let st = s.plane.lock();
     let app = find_app(&st, &name, &rg)?;
     let r = app.revision(&rev).ok_or_else(|| revision_not_found(&rev))?;
-    let value: Vec<Value> = r
-        .replicas
-        .iter()
-        .filter(|x| !x.is_done())
-        .map(|x| app.replica_json(r, x))
-        .collect();
-    Ok(axum::Json(json!({ "value": value })).into_response())
+    let page = wire::Page {
+        value: r
+            .replicas
+            .iter()
+            .filter(|x| !x.is_done())
+            .map(|x| app.replica_view(r, x))
+            .collect(),
+        next_link: None,
+    };
+    Ok(axum::Json(page).into_response())
 }
 
 pub(crate) async fn get_replica(
@@ -144,5 +151,5 @@ pub(crate) async fn get_replica(
                 format!("Replica '{replica}' was not found."),
             )
         })?;
-    Ok(axum::Json(app.replica_json(r, x)).into_response())
+    Ok(axum::Json(app.replica_view(r, x)).into_response())
 }

@@ -1,5 +1,6 @@
-//! The ARM bodies of an app, its revisions and their replicas as a GET answers them: the
-//! properties the client sent, with what the plane knows now (states, traffic, FQDNs).
+//! The ARM bodies of an app, its revisions and their replicas as a GET answers them, as
+//! appmodel's types (the wire model the PUT bodies were parsed into): the properties the client
+//! sent, with what the plane knows now (states, traffic, FQDNs).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -7,22 +8,29 @@ use std::sync::atomic::Ordering;
 use logline::Timestamp;
 use serde_json::{Value, json};
 
+use appmodel as wire;
+
 use super::{App, LABEL_EXTENSION, Revision};
 use crate::replica::Replica;
 
 impl App {
     /// Single mode: `configuration.ingress.traffic` as localplane routes (a GET's view).
-    fn single_traffic_json(&self, latest: Option<&String>) -> Value {
-        let traffic: Vec<Value> = self
+    fn single_traffic(&self, latest: Option<&String>) -> Vec<wire::TrafficWeight> {
+        let traffic: Vec<wire::TrafficWeight> = self
             .revisions
             .iter()
             .filter(|r| r.traffic > 0)
-            .map(|r| json!({"revisionName": r.name, "weight": r.traffic, "latestRevision": Some(&r.name) == latest}))
+            .map(|r| wire::TrafficWeight {
+                revision_name: Some(r.name.clone()),
+                weight: Some(r.traffic),
+                latest_revision: Some(Some(&r.name) == latest),
+                ..wire::TrafficWeight::default()
+            })
             .collect();
         if traffic.is_empty() {
-            json!([{"weight": 100, "latestRevision": true}])
+            vec![latest_takes_all()]
         } else {
-            json!(traffic)
+            traffic
         }
     }
 
@@ -30,99 +38,101 @@ impl App {
     /// with a `label` also carries localplane's extension `localplaneLabel` when the app has
     /// ingress: `host`, the label host name to send as `Host`, and `url`, the address to send
     /// it to (the app's ingress port); the ARM spec has no per-label FQDN field.
-    fn traffic_json(&self) -> Value {
+    fn multiple_traffic(&self) -> Vec<wire::TrafficWeight> {
         if self.traffic_rules.is_empty() {
-            return json!([{"weight": 100, "latestRevision": true}]);
+            return vec![latest_takes_all()];
         }
-        let v: Vec<Value> = self
-            .traffic_rules
+        self.traffic_rules
             .iter()
             .map(|r| {
                 let mut e = match &r.target {
-                    crate::traffic::Target::Latest => json!({"latestRevision": true}),
-                    crate::traffic::Target::Revision(n) => {
-                        json!({"revisionName": n, "latestRevision": false})
-                    }
+                    crate::traffic::Target::Latest => wire::TrafficWeight {
+                        latest_revision: Some(true),
+                        ..wire::TrafficWeight::default()
+                    },
+                    crate::traffic::Target::Revision(n) => wire::TrafficWeight {
+                        revision_name: Some(n.clone()),
+                        latest_revision: Some(false),
+                        ..wire::TrafficWeight::default()
+                    },
                 };
-                e["weight"] = json!(r.weight);
+                e.weight = Some(r.weight);
                 if let Some(l) = &r.label {
-                    e["label"] = json!(l);
+                    e.label = Some(l.clone());
                     if let Some(port) = self.ingress_port {
-                        e[LABEL_EXTENSION] = json!({
-                            "host": self.label_host(l),
-                            "url": format!("http://127.0.0.1:{port}"),
-                        });
+                        e.extra.insert(
+                            LABEL_EXTENSION.into(),
+                            json!({
+                                "host": self.label_host(l),
+                                "url": format!("http://127.0.0.1:{port}"),
+                            }),
+                        );
                     }
                 }
                 e
             })
-            .collect();
-        json!(v)
+            .collect()
     }
 
-    pub fn to_json(&self, provisioning: &str) -> Value {
-        let mut props = self.properties.clone();
-        if !props.is_object() {
-            props = json!({});
-        }
+    /// The app as its GET answers it: the properties the client sent (unknown ones kept), with
+    /// what the plane knows now (states, the latest revision's template, traffic, FQDNs).
+    pub fn app_view(&self, provisioning: &str) -> wire::ContainerApp {
+        // The PUT or PATCH that set them was parsed into this type before it was accepted
+        // (`api::apps`), so they read back.
+        let mut props: wire::ContainerAppProperties =
+            serde_json::from_value(self.properties.clone()).unwrap_or_default();
         let latest = self.latest().map(|r| r.name.clone());
-        let latest_ready = self
+        let fqdn = self.fqdn().unwrap_or_default();
+        let env_id = props
+            .environment_id
+            .clone()
+            .or_else(|| props.managed_environment_id.clone());
+        props.provisioning_state = Some(provisioning.into());
+        props.running_status = Some("Running".into());
+        props.managed_environment_id.clone_from(&env_id);
+        props.environment_id = env_id;
+        props.latest_ready_revision_name = self
             .revisions
             .iter()
             .rev()
             .find(|r| r.provisioned)
             .map(|r| r.name.clone());
-        let env_id = props
-            .get("environmentId")
-            .or_else(|| props.get("managedEnvironmentId"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        if let Some(p) = props.as_object_mut() {
-            p.insert("provisioningState".into(), json!(provisioning));
-            p.insert("runningStatus".into(), json!("Running"));
-            p.insert("managedEnvironmentId".into(), env_id.clone());
-            p.insert("environmentId".into(), env_id);
-            p.insert("latestRevisionName".into(), json!(latest));
-            p.insert("latestReadyRevisionName".into(), json!(latest_ready));
-            p.insert(
-                "latestRevisionFqdn".into(),
-                json!(self.fqdn().unwrap_or_default()),
-            );
-            p.insert("outboundIpAddresses".into(), json!(["127.0.0.1"]));
-            p.insert(
-                "eventStreamEndpoint".into(),
-                json!(format!("{}/eventstream", self.id())),
-            );
-            if let Some(t) = self.latest().map(|r| r.template.clone()) {
-                p.insert("template".into(), t);
-            }
-            let cfg = p.entry("configuration").or_insert(json!({}));
-            if let Some(c) = cfg.as_object_mut() {
-                c.entry("activeRevisionsMode").or_insert(json!("Single"));
-                if let Some(ing) = c.get_mut("ingress").and_then(Value::as_object_mut) {
-                    ing.insert("fqdn".into(), json!(self.fqdn().unwrap_or_default()));
-                    ing.entry("transport").or_insert(json!("Auto"));
-                    ing.entry("allowInsecure").or_insert(json!(false));
-                    let traffic = if self.multiple {
-                        self.traffic_json()
-                    } else {
-                        self.single_traffic_json(latest.as_ref())
-                    };
-                    ing.insert("traffic".into(), traffic);
-                }
-            }
+        props.latest_revision_fqdn = Some(fqdn.clone());
+        props.outbound_ip_addresses = Some(vec!["127.0.0.1".into()]);
+        props.event_stream_endpoint = Some(format!("{}/eventstream", self.id()));
+        if let Some(t) = self.latest().and_then(|r| template_view(&r.template)) {
+            props.template = Some(t);
         }
-        json!({
-            "id": self.id(),
-            "name": self.name,
-            "type": "Microsoft.App/containerApps",
-            "location": self.location,
-            "tags": self.tags,
-            "properties": props,
-        })
+        let cfg = props
+            .configuration
+            .get_or_insert_with(wire::Configuration::default);
+        cfg.active_revisions_mode
+            .get_or_insert(wire::ActiveRevisionsMode::Single);
+        if let Some(ing) = cfg.ingress.as_mut() {
+            ing.fqdn = Some(fqdn);
+            ing.transport.get_or_insert_with(|| "Auto".into());
+            ing.allow_insecure.get_or_insert(false);
+            ing.traffic = if self.multiple {
+                self.multiple_traffic()
+            } else {
+                self.single_traffic(latest.as_ref())
+            };
+        }
+        props.latest_revision_name = latest;
+        wire::ContainerApp {
+            id: Some(self.id()),
+            name: Some(self.name.clone()),
+            kind: Some("Microsoft.App/containerApps".into()),
+            location: Some(self.location.clone()),
+            tags: serde_json::from_value(self.tags.clone()).ok(),
+            identity: None,
+            properties: props,
+            extra: wire::Extra::new(),
+        }
     }
 
-    pub fn revision_json(&self, r: &Revision) -> Value {
+    /// The revision as its GET answers it.
+    pub fn revision_view(&self, r: &Revision) -> wire::Revision {
         let live: Vec<&Arc<Replica>> = r.replicas.iter().filter(|x| !x.is_done()).collect();
         let views: Vec<ReplicaView> = live
             .iter()
@@ -158,57 +168,82 @@ impl App {
                 r.target.max(1)
             )
         });
-        json!({
-            "id": format!("{}/revisions/{}", self.id(), r.name),
-            "name": r.name,
-            "type": "Microsoft.App/containerApps/revisions",
-            "properties": {
-                "createdTime": r.created.to_rfc3339_s(),
-                "lastActiveTime": r.last_active.to_rfc3339_s(),
-                "fqdn": self.fqdn().unwrap_or_default(),
-                "template": r.template,
-                "active": r.active,
-                "replicas": live.len(),
-                "trafficWeight": r.traffic,
-                "provisioningError": Value::Null,
-                "healthState": health,
-                "provisioningState": provisioning,
-                "runningState": running,
-                "runningStateDetails": details,
-            }
-        })
+        wire::Revision {
+            id: Some(format!("{}/revisions/{}", self.id(), r.name)),
+            name: r.name.clone(),
+            kind: Some("Microsoft.App/containerApps/revisions".into()),
+            properties: wire::RevisionProperties {
+                created_time: Some(r.created.to_rfc3339_s()),
+                last_active_time: Some(r.last_active.to_rfc3339_s()),
+                fqdn: Some(self.fqdn().unwrap_or_default()),
+                template: template_view(&r.template),
+                active: r.active,
+                replicas: u32::try_from(live.len()).unwrap_or(u32::MAX),
+                traffic_weight: r.traffic,
+                provisioning_error: None,
+                health_state: Some(health.into()),
+                provisioning_state: Some(provisioning.into()),
+                running_state: Some(running.into()),
+                running_state_details: details,
+                extra: wire::Extra::new(),
+            },
+            extra: wire::Extra::new(),
+        }
     }
 
-    pub fn replica_json(&self, r: &Revision, rep: &Replica) -> Value {
-        let containers: Vec<Value> = rep
+    /// A replica of revision `r` as its GET answers it.
+    pub fn replica_view(&self, r: &Revision, rep: &Replica) -> wire::Replica {
+        let containers = rep
             .statuses()
-            .iter()
-            .map(|c| {
-                json!({
-                    "name": c.name,
-                    "containerId": c.container_id,
-                    "ready": c.ready,
-                    "started": c.started,
-                    "restartCount": c.restart_count,
-                    "runningState": c.running_state,
-                    "runningStateDetails": c.details,
-                    "logStreamEndpoint": "",
-                    "execEndpoint": "",
-                })
+            .into_iter()
+            .map(|c| wire::ReplicaContainer {
+                name: c.name,
+                container_id: Some(c.container_id),
+                ready: c.ready,
+                started: c.started,
+                restart_count: c.restart_count,
+                running_state: Some(c.running_state.into()),
+                running_state_details: Some(c.details),
+                log_stream_endpoint: Some(String::new()),
+                exec_endpoint: Some(String::new()),
+                extra: wire::Extra::new(),
             })
             .collect();
-        json!({
-            "id": format!("{}/revisions/{}/replicas/{}", self.id(), r.name, rep.name),
-            "name": rep.name,
-            "type": "Microsoft.App/containerApps/revisions/replicas",
-            "properties": {
-                "createdTime": rep.created.to_rfc3339_s(),
-                "runningState": rep.running_state(),
-                "runningStateDetails": "",
-                "containers": containers,
-                "initContainers": [],
-            }
-        })
+        wire::Replica {
+            id: Some(format!(
+                "{}/revisions/{}/replicas/{}",
+                self.id(),
+                r.name,
+                rep.name
+            )),
+            name: rep.name.clone(),
+            kind: Some("Microsoft.App/containerApps/revisions/replicas".into()),
+            properties: wire::ReplicaProperties {
+                created_time: Some(rep.created.to_rfc3339_s()),
+                running_state: Some(rep.running_state().into()),
+                running_state_details: Some(String::new()),
+                containers,
+                init_containers: Some(Vec::new()),
+                extra: wire::Extra::new(),
+            },
+            extra: wire::Extra::new(),
+        }
+    }
+}
+
+/// A revision's template as the wire type. The PUT or PATCH that made the revision was parsed
+/// into this type before it was accepted (`api::apps`), so it reads back; a template that did
+/// not would be left out rather than invented.
+fn template_view(template: &Value) -> Option<wire::Template> {
+    serde_json::from_value(template.clone()).ok()
+}
+
+/// The traffic entry of an app without rules: every request to the latest revision.
+fn latest_takes_all() -> wire::TrafficWeight {
+    wire::TrafficWeight {
+        weight: Some(100),
+        latest_revision: Some(true),
+        ..wire::TrafficWeight::default()
     }
 }
 
