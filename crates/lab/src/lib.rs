@@ -9,7 +9,9 @@
 //! [`load`] validates a lab completely before anything runs: the types and unknown keys (with the
 //! key path of a wrong value), every cross-reference, every range, every `[[checks]]` entry
 //! against its kind, the preconditions' demands on the schedule, and the profile invariant (a
-//! profile may not change the pre-registration or weaken a precondition).
+//! profile may not change the pre-registration or weaken a precondition). [`parse_recorded`]
+//! reads a finished run's copy into the same [`Lab`]: not validated, unknown keys skipped and
+//! named (how the analysis reads an evidence pack).
 //!
 //! - [`schema`]: the types;
 //! - [`action`]: a step's perturbation (`action = { kind = ... }`);

@@ -74,6 +74,7 @@ mod load;
 mod queue;
 mod revision_states;
 
+use lab::{Check, Lab};
 use logline::config::parse_duration;
 use serde_json::Value;
 
@@ -82,7 +83,6 @@ use crate::judge::verdict::{Gate, Status};
 use crate::read::evidence::Level;
 use crate::read::model::Acc;
 use crate::read::runs::{RunsRecord, StepRecord};
-use lab::{Check, Lab};
 
 /// Every kind this module evaluates (defined, with its parameters, in `lab::checks`).
 pub use lab::checks::KINDS;

@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use lab::Lab;
 use serde::Serialize;
 
 use crate::read::model::{Acc, ReqMode, RunData, new_hist, quantile_ms};
 use crate::read::runs::RunsRecord;
-use lab::Lab;
 
 /// The falsification rule: K consecutive windows with err_pct strictly above the threshold.
 #[derive(Clone, Debug, PartialEq, Serialize)]

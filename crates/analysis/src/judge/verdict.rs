@@ -17,6 +17,7 @@
 
 use std::collections::BTreeSet;
 
+use lab::Lab;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -26,7 +27,6 @@ use crate::judge::strength::{self, Blindness, ErrorRate};
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
 use crate::ts::iso_s;
-use lab::Lab;
 
 mod preconditions;
 

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use lab::Check;
 use logline::event::ClientChange;
 use serde_json::json;
 
@@ -17,7 +18,6 @@ use crate::read::clients::{ClientTally, RunKey};
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
 use crate::ts::iso_ms;
-use lab::Check;
 
 /// Evaluates a `clients_moved` check.
 pub(super) fn clients_moved(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {

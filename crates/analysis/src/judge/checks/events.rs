@@ -2,6 +2,7 @@
 //! `probe_failed`, `probe_failed_first` over the system rows of `app` in scope, and
 //! `action_failed` over the step's recorded actions. [Observed]
 
+use lab::Check;
 use serde_json::{Value, json};
 
 use super::{Eval, invalid, judged, scope, step, with};
@@ -10,7 +11,6 @@ use crate::read::model::{Acc, SystemEvent};
 use crate::read::runs::{RunsRecord, StepRecord};
 use crate::read::wording::{Termination, probe_type, terminations};
 use crate::ts::iso_ms;
-use lab::Check;
 
 /// Where an event check looks: the system events of `app` from `from` to `to` (open when
 /// `None`); `what` names the scope in the detail.

@@ -12,6 +12,7 @@
 //!
 //! [Observed]: the platform's own records.
 
+use lab::Check;
 use logline::event::SubjectEvent;
 use serde_json::json;
 
@@ -21,7 +22,6 @@ use crate::judge::job_replicas;
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
 use crate::ts::iso_ms;
-use lab::Check;
 
 /// What a job check reads: the executions of its job that started in its scope, the scope in
 /// words, and the scope's end (`None`: open).

@@ -2,13 +2,13 @@
 //! `error_rate_between`, `served_share_between`, `errors_served_by`, over the windows of the
 //! step's runs of the load (`bucket` lines, or `req` lines when the run has none). [Measured]
 
+use lab::Check;
 use serde_json::{Value, json};
 
 use super::{Eval, Inputs, invalid, judged, load_runs, with};
 use crate::judge::verdict::Status;
 use crate::read::runs::RunsRecord;
 use crate::ts::iso_ms;
-use lab::Check;
 
 /// One aligned window of the selected lines.
 struct Win {

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use lab::{Check, Lab};
 use logline::event::SubjectEvent;
 use serde_json::json;
 
@@ -20,7 +21,6 @@ use crate::judge::job_replicas::{self, Spans};
 use crate::read::model::Acc;
 use crate::read::runs::{ActionRecord, RunsRecord};
 use crate::ts::{iso_ms, parse_ms};
-use lab::{Check, Lab};
 
 /// The enqueued items in a check's scope and when the first enqueue was fired.
 struct Enqueued {

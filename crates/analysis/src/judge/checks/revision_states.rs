@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use lab::Check;
 use logline::event::RevisionStateSample;
 use serde_json::json;
 
@@ -16,7 +17,6 @@ use super::{Eval, invalid, judged, scope};
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
 use crate::ts::{iso_ms, parse_ms};
-use lab::Check;
 
 /// Evaluates a `revision_state_seen` check.
 pub(super) fn revision_state_seen(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {

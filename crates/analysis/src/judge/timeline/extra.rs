@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use lab::Lab;
 use logline::event::SubjectEvent;
 use serde_json::{Value, json};
 
@@ -14,7 +15,6 @@ use crate::read::runs::RunsRecord;
 use crate::read::wording::terminations;
 use crate::table::{Table, num};
 use crate::ts::iso_ms;
-use lab::Lab;
 
 /// Preflight headroom: every staircase step, the step at the lab's load rate and the step just
 /// below it (matched by rate), and their p50 ratio against the factor.

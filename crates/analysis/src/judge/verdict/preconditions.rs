@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use lab::Lab;
 use serde_json::{Value, json};
 
 use super::{DEFAULT_HEADROOM_FACTOR, Gate, Status, round3};
@@ -11,7 +12,6 @@ use crate::judge::events::Event;
 use crate::judge::rule::{BucketRow, Rule, RunSummary};
 use crate::read::model::Acc;
 use crate::read::runs::RunsRecord;
-use lab::Lab;
 
 pub(super) fn baseline_gate(lab: &Lab, rule: &Rule, q2: &[BucketRow], q2_name: &str) -> Gate {
     let required = lab.preconditions.baseline_clean;
