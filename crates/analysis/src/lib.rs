@@ -459,7 +459,7 @@ fn errors_by_revision_table(acc: &Acc, runs: &[RunSummary]) -> Table {
         };
         let by_rev = data.req_errors_by_revision();
         let attributed: u64 = by_rev.values().sum();
-        let share = |n: u64| pct(logline::event::err_pct(n, r.err));
+        let share = |n: u64| pct(logline::line::err_pct(n, r.err));
         let basis = format!("req lines ({} of {} errors)", attributed.min(r.err), r.err);
         for (rev, n) in &by_rev {
             t.push(vec![

@@ -179,7 +179,7 @@ fn queries_read_only_fields_our_images_print() {
         // Subject event names are real.
         for s in quoted(&q) {
             if !s.is_empty() && s.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
-                let e: Result<logline::event::SubjectEvent, _> =
+                let e: Result<logline::line::SubjectEvent, _> =
                     serde_json::from_value(Value::String(s.clone()));
                 assert!(e.is_ok(), "{name}: {s} is not a subject event");
             }

@@ -6,7 +6,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use logline::event::{Line, MarkerPhase};
+use logline::line::{Line, MarkerPhase};
 use testkit::fake_arm::FakeArm;
 use tokio::io::AsyncReadExt;
 
@@ -33,7 +33,7 @@ fn parse(stdout: &str) -> Vec<Line> {
         .collect()
 }
 
-fn end_marker(lines: &[Line]) -> &logline::event::PerturbationWindowMarker {
+fn end_marker(lines: &[Line]) -> &logline::line::PerturbationWindowMarker {
     match lines.last() {
         Some(Line::PerturbationWindowMarker(m)) if m.phase == MarkerPhase::End => m,
         other => panic!("last line is not the end marker: {other:?}"),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use arm::models::{Job, JobExecutionStatus};
 use common::plane::*;
-use logline::event::Line;
+use logline::line::Line;
 use serde_json::json;
 use testkit::docker::{require_docker, wait_exit};
 use testkit::events::sampler_errors;
@@ -272,7 +272,7 @@ async fn audit_image_as_a_job_execution_ends_succeeded_before_its_replica_timeou
             })
             .collect();
         let ended = lines.iter().any(|l| {
-            matches!(l, Line::PerturbationWindowMarker(m) if m.phase == logline::event::MarkerPhase::End)
+            matches!(l, Line::PerturbationWindowMarker(m) if m.phase == logline::line::MarkerPhase::End)
         });
         if ended {
             break lines;

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use logline::Timestamp;
-use logline::event::err_pct;
-use logline::event::loadgen::{Bucket, ClientChange, Req, Step, Summary};
+use logline::line::err_pct;
+use logline::line::loadgen::{Bucket, ClientChange, Req, Step, Summary};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 

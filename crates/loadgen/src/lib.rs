@@ -12,7 +12,7 @@
 //! - **Output**: `meta`, a `bucket` per scenario per wall-clock aligned window (also when empty),
 //!   `req` lines per `--log-requests`, `step` lines for a staircase, `client` lines of virtual
 //!   clients ([`clients`]), a `summary` per scenario and a closing `meta` (see
-//!   `logline::event::loadgen`).
+//!   `logline::line::loadgen`).
 //!
 //! One aggregator task (`aggregator`) owns every counter and histogram; request tasks report to
 //! it over a channel, so the hot path takes no lock. Nothing is kept per request: memory is
@@ -35,8 +35,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use logline::Timestamp;
-use logline::event::Line;
-use logline::event::loadgen::{Meta, MetaPhase, Summary};
+use logline::line::Line;
+use logline::line::loadgen::{Meta, MetaPhase, Summary};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

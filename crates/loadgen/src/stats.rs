@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use hdrhistogram::Histogram;
 use http::header::HeaderValue;
-use logline::event::loadgen::Percentiles;
+use logline::line::loadgen::Percentiles;
 
 /// Histograms hold microseconds up to this (1 h, the longest timeout).
 const MAX_US: u64 = 3_600_000_000;

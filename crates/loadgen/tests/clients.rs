@@ -15,8 +15,8 @@ use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use logline::event::Line;
-use logline::event::loadgen::ClientChange;
+use logline::line::Line;
+use logline::line::loadgen::ClientChange;
 use tokio::net::TcpListener;
 
 mod common;

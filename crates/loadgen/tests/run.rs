@@ -14,8 +14,8 @@ use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use logline::event::Line;
-use logline::event::loadgen::{Bucket, Step};
+use logline::line::Line;
+use logline::line::loadgen::{Bucket, Step};
 use tokio::net::TcpListener;
 
 mod common;
@@ -772,7 +772,7 @@ async fn sigterm_flushes_the_open_bucket_and_the_summary() {
         slow.count
     );
     assert!(
-        matches!(lines.last(), Some(Line::Meta(m)) if m.phase == logline::event::MetaPhase::End)
+        matches!(lines.last(), Some(Line::Meta(m)) if m.phase == logline::line::MetaPhase::End)
     );
 }
 

@@ -1,7 +1,7 @@
 //! logline: the JSON log lines every probelab image prints and the analysis reads, and what
 //! every binary shares to print them.
 //!
-//! - [`event`]: the JSON line kinds (one serde type per kind) — the contract between the images,
+//! - [`line`]: the JSON line kinds (one serde type per kind) — the contract between the images,
 //!   the log tables and the analysis.
 //! - [`log`]: one JSON object per line on stdout, for events and for tracing diagnostics alike.
 //! - [`clock`]: RFC 3339 millisecond timestamps and wall-clock aligned windows.
@@ -10,8 +10,8 @@
 
 pub mod clock;
 pub mod config;
-pub mod event;
+pub mod line;
 pub mod log;
 
 pub use clock::Timestamp;
-pub use event::Line;
+pub use line::Line;

@@ -17,7 +17,7 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 
 use crate::Timestamp;
-use crate::event::{Line, LogLine};
+use crate::line::{Line, LogLine};
 
 /// Prints one line on stdout. Write errors (a closed pipe) are ignored: losing the reader must
 /// not stop the program under test.

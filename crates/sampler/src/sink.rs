@@ -2,7 +2,7 @@
 
 use std::sync::Mutex;
 
-use logline::event::Line;
+use logline::line::Line;
 
 /// A destination for JSON lines.
 pub trait Sink: Send + Sync {

@@ -5,7 +5,7 @@ use arm::models::{JobExecution, Replica, Revision};
 use arm::{ArmClient, ArmError, Scope};
 use futures::future::join_all;
 use logline::Timestamp;
-use logline::event::{
+use logline::line::{
     ContainerSample, JobExecutionSample, Line, ReplicaInventorySample, RevisionStateSample,
     SamplerError,
 };

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use arm::{ArmClient, Scope};
 use logline::Timestamp;
-use logline::event::{MarkerPhase, PerturbationWindowMarker, SamplerError};
+use logline::line::{MarkerPhase, PerturbationWindowMarker, SamplerError};
 use tokio::time::Instant;
 
 use crate::sink::Sink;

@@ -13,7 +13,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use logline::event::Line;
+use logline::line::Line;
 use sampler::sink::Memory;
 use serde_json::json;
 use testkit::arm_plane::{ArmPlane, SUBSCRIPTION as SUB};

@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
-use logline::event::Line;
+use logline::line::Line;
 use sampler::sink::Memory;
 use testkit::events::sampler_errors;
 use testkit::fake_arm::{FakeArm, FakeIdentity};
@@ -30,12 +30,12 @@ async fn samples_appear_for_each_revision_and_replica_between_markers() {
     assert_eq!(out.ticks_completed, 5, "{lines:#?}");
     assert!(!out.interrupted);
     assert!(
-        matches!(lines.first(), Some(Line::PerturbationWindowMarker(m)) if m.phase == logline::event::MarkerPhase::Start)
+        matches!(lines.first(), Some(Line::PerturbationWindowMarker(m)) if m.phase == logline::line::MarkerPhase::Start)
     );
     let Some(Line::PerturbationWindowMarker(end)) = lines.last() else {
         panic!("last line is the end marker");
     };
-    assert_eq!(end.phase, logline::event::MarkerPhase::End);
+    assert_eq!(end.phase, logline::line::MarkerPhase::End);
     assert_eq!(
         (end.ticks_scheduled, end.ticks_completed),
         (Some(5), Some(5))
@@ -150,7 +150,7 @@ async fn a_shutdown_signal_ends_the_window_with_an_end_marker() {
     assert_eq!(out.ticks_run, 4);
     let lines = sink.lines();
     assert!(
-        matches!(lines.last(), Some(Line::PerturbationWindowMarker(m)) if m.phase == logline::event::MarkerPhase::End)
+        matches!(lines.last(), Some(Line::PerturbationWindowMarker(m)) if m.phase == logline::line::MarkerPhase::End)
     );
     assert!(
         sampler_errors(&lines)

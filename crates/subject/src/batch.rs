@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use tokio::time::Instant;
 
 use crate::Exit;
@@ -26,7 +26,7 @@ pub async fn run(
     tokio::select! {
         () = tokio::time::sleep(work) => {
             let code = i32::from(state.cfg().exit_code);
-            logline::log::emit(logline::event::SubjectLine {
+            logline::log::emit(logline::line::SubjectLine {
                 dur_ms: Some((start.elapsed().as_secs_f64() * 1e6).round() / 1000.0),
                 detail: Some(format!("exit code {code}")),
                 ..state.line(SubjectEvent::BatchDone)

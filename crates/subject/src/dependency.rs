@@ -11,7 +11,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use serde::Deserialize;
 
 use crate::dependency_client::CheckResult;
@@ -34,7 +34,7 @@ pub fn log_check(state: &AppState, probe: &str, r: &CheckResult) {
     } else {
         SubjectEvent::DependencyCheckFail
     };
-    logline::log::emit(logline::event::SubjectLine {
+    logline::log::emit(logline::line::SubjectLine {
         probe: Some(probe.to_owned()),
         target: Some(r.target.clone()),
         status: r.status,
@@ -139,7 +139,7 @@ pub async fn set_settings(State(state): State<AppState>, body: Bytes) -> Respons
         }
         *s
     };
-    logline::log::emit(logline::event::SubjectLine {
+    logline::log::emit(logline::line::SubjectLine {
         simulation: Some("dependency".to_owned()),
         detail: Some(format!(
             "healthy={} delay_ms={} fail_rate={}",

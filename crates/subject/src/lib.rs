@@ -50,7 +50,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 
 pub use config::Config;
 pub use state::{AppState, ExitFn};
@@ -119,7 +119,7 @@ pub async fn run_with(
 ) -> Result<Exit, RunError> {
     cfg.validate()?;
     let state = AppState::new(cfg, hooks.exit);
-    logline::log::emit(logline::event::SubjectLine {
+    logline::log::emit(logline::line::SubjectLine {
         config: Some(state.cfg().to_log_json()),
         ..state.line(SubjectEvent::BootStart)
     });

@@ -16,7 +16,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use tokio::time::Instant;
 
 use crate::config::{AppMode, LogRequests};
@@ -146,7 +146,7 @@ async fn log_request(State(state): State<AppState>, req: Request, next: Next) ->
     let status = resp.status();
     if mode == LogRequests::All || status.as_u16() >= 400 {
         let dur_ms = (start.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
-        logline::log::emit(logline::event::SubjectLine {
+        logline::log::emit(logline::line::SubjectLine {
             method: Some(method),
             path: Some(path),
             status: Some(status.as_u16()),

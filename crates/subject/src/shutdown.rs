@@ -9,7 +9,7 @@
 use std::future::{Future, IntoFuture};
 
 use axum::Router;
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -64,7 +64,7 @@ pub fn os_signals() -> std::io::Result<impl Future<Output = &'static str> + Send
 
 /// Prints SIGTERM_RECEIVED.
 pub fn log_received(state: &AppState, signal: &str) {
-    logline::log::emit(logline::event::SubjectLine {
+    logline::log::emit(logline::line::SubjectLine {
         shutdown_mode: Some(state.cfg().shutdown_mode.name()),
         inflight: Some(state.inflight()),
         detail: Some(signal.to_owned()),
@@ -74,7 +74,7 @@ pub fn log_received(state: &AppState, signal: &str) {
 
 /// Prints SHUTDOWN_COMPLETE.
 pub fn log_complete(state: &AppState, detail: &str) {
-    logline::log::emit(logline::event::SubjectLine {
+    logline::log::emit(logline::line::SubjectLine {
         shutdown_mode: Some(state.cfg().shutdown_mode.name()),
         inflight: Some(state.inflight()),
         detail: Some(detail.to_owned()),

@@ -8,7 +8,7 @@ use axum::extract::{RawQuery, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 
 use crate::http::{error_response, query_param};
 use crate::state::{AppState, Simulation};
@@ -66,7 +66,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn changed(state: &AppState, simulation: &str, detail: Option<String>) {
-    logline::log::emit(logline::event::SubjectLine {
+    logline::log::emit(logline::line::SubjectLine {
         simulation: Some(simulation.to_owned()),
         detail,
         ..state.line(SubjectEvent::SimulationChanged)

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use tokio::net::TcpListener;
 
 use crate::RunError;
@@ -28,7 +28,7 @@ pub async fn bind(state: &AppState) -> Result<TcpListener, RunError> {
 
 fn complete(state: &AppState, port: u16) {
     state.set_started();
-    logline::log::emit(logline::event::SubjectLine {
+    logline::log::emit(logline::line::SubjectLine {
         config: Some(serde_json::json!({
             "port": port,
             "startup_mode": state.cfg().startup_mode.name(),

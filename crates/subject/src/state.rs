@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::HeaderValue;
-use logline::event::{SubjectEvent, SubjectLine};
+use logline::line::{SubjectEvent, SubjectLine};
 use serde::Serialize;
 use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;

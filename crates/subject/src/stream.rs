@@ -18,7 +18,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hyper::body::Frame;
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use tokio::time::{Instant, Sleep};
 
 use crate::config::LogRequests;
@@ -180,7 +180,7 @@ impl Drop for Trickle {
         } else {
             format!("stream cut: {} of {} bytes sent", self.sent, self.total)
         };
-        logline::log::emit(logline::event::SubjectLine {
+        logline::log::emit(logline::line::SubjectLine {
             method: Some("GET".into()),
             path: Some(PATH.into()),
             status: Some(200),

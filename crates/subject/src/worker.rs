@@ -13,7 +13,7 @@ use axum::http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use tokio::time::Instant;
 
 use crate::Exit;
@@ -62,7 +62,7 @@ pub async fn run(
     let item = match take_with_retries(&url).await {
         Ok(Take::Item(id)) => id,
         Ok(Take::Empty) => {
-            logline::log::emit(logline::event::SubjectLine {
+            logline::log::emit(logline::line::SubjectLine {
                 target: Some(url),
                 ..state.line(SubjectEvent::QueueEmpty)
             });
@@ -74,7 +74,7 @@ pub async fn run(
             return Exit { code: 1 };
         }
     };
-    logline::log::emit(logline::event::SubjectLine {
+    logline::log::emit(logline::line::SubjectLine {
         item: Some(item.clone()),
         target: Some(url),
         ..state.line(SubjectEvent::QueueItemTaken)
@@ -84,7 +84,7 @@ pub async fn run(
     tokio::select! {
         () = tokio::time::sleep(work) => {}
         signal = term => {
-            logline::log::emit(logline::event::SubjectLine {
+            logline::log::emit(logline::line::SubjectLine {
                 item: Some(item),
                 detail: Some(format!("{signal} during the work: the item is lost")),
                 ..state.line(SubjectEvent::SigtermReceived)
@@ -92,7 +92,7 @@ pub async fn run(
             return Exit { code: 1 };
         }
     }
-    logline::log::emit(logline::event::SubjectLine {
+    logline::log::emit(logline::line::SubjectLine {
         item: Some(item),
         dur_ms: Some((start.elapsed().as_secs_f64() * 1e6).round() / 1000.0),
         ..state.line(SubjectEvent::QueueItemDone)

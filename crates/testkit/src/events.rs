@@ -1,7 +1,7 @@
-//! Filters over logline's typed output lines ([`logline::event::Line`]) that more than one
+//! Filters over logline's typed output lines ([`logline::line::Line`]) that more than one
 //! crate's tests read: the sampler's and audit's, in-process and from their images.
 
-use logline::event::{Line, SamplerError};
+use logline::line::{Line, SamplerError};
 
 /// Every `SamplerError` line, in order.
 pub fn sampler_errors(lines: &[Line]) -> Vec<&SamplerError> {

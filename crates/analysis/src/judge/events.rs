@@ -38,7 +38,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use logline::clock::window_start_ms;
-use logline::event::{ReplicaInventorySample, RevisionStateSample};
+use logline::line::{ReplicaInventorySample, RevisionStateSample};
 use serde_json::{Value, json};
 
 use crate::judge::strength::ErrorRate;
@@ -663,7 +663,7 @@ fn window_totals(
     let worst = by
         .values()
         .filter(|w| w.0 > 0)
-        .map(|w| logline::event::err_pct(w.1, w.0))
+        .map(|w| logline::line::err_pct(w.1, w.0))
         .reduce(f64::max);
     (n, e, worst)
 }

@@ -278,7 +278,7 @@ fn entry<'m, 'a>(
 mod tests {
     use super::*;
     use crate::read::model::SystemEvent;
-    use logline::event::JobExecutionSample;
+    use logline::line::JobExecutionSample;
 
     fn row(ms: i64, exec: &str, replica: &str, reason: &str, msg: &str) -> SystemEvent {
         SystemEvent {

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use logline::event::{SubjectEvent, SubjectLine};
+use logline::line::{SubjectEvent, SubjectLine};
 
 /// Each replica's `[first, last]` line times, epoch ms, by replica name.
 pub type Spans<'a> = BTreeMap<&'a str, (i64, i64)>;

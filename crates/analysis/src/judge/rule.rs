@@ -238,7 +238,7 @@ pub fn buckets_and_summaries(
             requests,
             ok,
             err,
-            err_pct: logline::event::err_pct(err, requests),
+            err_pct: logline::line::err_pct(err, requests),
             p50_ms: p50,
             p95_ms: p95,
             p99_ms: p99,
@@ -277,7 +277,7 @@ fn run_windows(run: &RunData, phase: &str, use_buckets: bool) -> Vec<BucketRow> 
                 count: w.count,
                 ok: w.ok,
                 err: w.err,
-                err_pct: logline::event::err_pct(w.err, w.count),
+                err_pct: logline::line::err_pct(w.err, w.count),
                 p50_ms: w.p50_ms(),
                 p95_ms: w.p95_ms,
                 p99_ms: w.p99_ms,
@@ -298,7 +298,7 @@ fn run_windows(run: &RunData, phase: &str, use_buckets: bool) -> Vec<BucketRow> 
                 count: w.count,
                 ok: w.ok,
                 err: w.err,
-                err_pct: logline::event::err_pct(w.err, w.count),
+                err_pct: logline::line::err_pct(w.err, w.count),
                 p50_ms: quantile_ms(&w.hist, 0.5),
                 p95_ms: quantile_ms(&w.hist, 0.95),
                 p99_ms: quantile_ms(&w.hist, 0.99),
@@ -579,7 +579,7 @@ pub fn phases(rows: &[BucketRow], rule: &Rule, longest: &BTreeMap<String, u32>) 
     }
     let mut out: Vec<PhaseRow> = map.into_values().collect();
     for p in &mut out {
-        p.err_pct = logline::event::err_pct(p.err, p.requests);
+        p.err_pct = logline::line::err_pct(p.err, p.requests);
     }
     out.sort_by_key(|p| {
         (

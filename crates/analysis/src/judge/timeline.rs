@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use logline::event::RevisionStateSample;
+use logline::line::RevisionStateSample;
 use serde_json::{Value, json};
 
 use crate::judge::events::Event;
@@ -363,7 +363,7 @@ pub fn q4(acc: &Acc) -> Table {
             "last",
         ],
     );
-    let mut apps: BTreeMap<&str, Vec<&logline::event::ReplicaInventorySample>> = BTreeMap::new();
+    let mut apps: BTreeMap<&str, Vec<&logline::line::ReplicaInventorySample>> = BTreeMap::new();
     for s in &acc.replica_samples {
         apps.entry(s.app.as_str()).or_default().push(s);
     }

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use logline::event::ClientChange;
+use logline::line::ClientChange;
 
 /// The moves kept as lines per run and scenario, for a check to list.
 pub const LISTED_PER_RUN: usize = 50;

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use hdrhistogram::Histogram;
-use logline::event::{
+use logline::line::{
     JobExecutionSample, Meta, PerturbationWindowMarker, ReplicaInventorySample,
     RevisionStateSample, SamplerError, Step, SubjectLine, Summary,
 };

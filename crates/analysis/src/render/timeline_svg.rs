@@ -583,8 +583,8 @@ fn sampler_windows(svg: &mut String, sc: &Scene, lay: &Layout) {
     {
         let x = sc.ax.x(m.ts.epoch_ms());
         let phase = match m.phase {
-            logline::event::MarkerPhase::Start => "start",
-            logline::event::MarkerPhase::End => "end",
+            logline::line::MarkerPhase::Start => "start",
+            logline::line::MarkerPhase::End => "end",
         };
         let _ = write!(
             svg,

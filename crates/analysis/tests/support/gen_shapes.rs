@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use logline::Timestamp;
-use logline::event::Req;
+use logline::line::Req;
 
 /// One generated request.
 struct R {

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use localplane::RuntimeKind;
-use logline::event::{
+use logline::line::{
     Line, MarkerPhase, PerturbationWindowMarker, ReplicaInventorySample, RevisionStateSample,
 };
 pub use testkit::arm_plane::{APP, ArmPlane, SUBSCRIPTION as SUB};

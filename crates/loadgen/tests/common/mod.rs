@@ -2,8 +2,8 @@
 
 #![allow(clippy::unwrap_used, dead_code)] // test helpers; each test binary uses a subset
 
-use logline::event::Line;
-use logline::event::loadgen::{Bucket, Req, Summary};
+use logline::line::Line;
+use logline::line::loadgen::{Bucket, Req, Summary};
 
 /// Runs loadgen in-process with `args` (after the binary name) and returns its lines.
 pub async fn run(args: &[&str]) -> Vec<Line> {

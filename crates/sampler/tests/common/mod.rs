@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use arm::{ArmClient, ClientConfig, TokenSource};
 use clap::Parser;
-use logline::event::Line;
+use logline::line::Line;
 use sampler::SamplerConfig;
 
 pub fn config(base: &str, apps: &str, interval: &str, duration: &str) -> SamplerConfig {

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use lab::Check;
-use logline::event::ClientChange;
+use logline::line::ClientChange;
 use serde_json::json;
 
 use super::{Eval, bounds_text, invalid, judged, load_runs, within_bounds};

@@ -13,7 +13,7 @@
 //! [Observed]: the platform's own records.
 
 use lab::Check;
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use serde_json::json;
 
 use super::{Eval, bounds_text, invalid, judged, scope, within_bounds};

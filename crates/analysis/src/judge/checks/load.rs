@@ -242,7 +242,7 @@ fn error_rate_between(c: &Check, sel: &LoadSel, inp: &Inputs) -> Eval {
         return invalid("error_rate_between needs `min_pct` and `max_pct`");
     };
     let floor = c.min_requests.unwrap_or(lab::checks::DEFAULT_MIN_REQUESTS);
-    let pct_of = |w: &Win| logline::event::err_pct(w.err, w.count);
+    let pct_of = |w: &Win| logline::line::err_pct(w.err, w.count);
     let judged_wins: Vec<&Win> = sel.wins.iter().filter(|w| w.count >= floor).collect();
     let skipped = sel.wins.len() - judged_wins.len();
     if judged_wins.is_empty() {

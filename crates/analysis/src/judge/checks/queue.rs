@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use lab::{Check, Lab};
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use serde_json::json;
 
 use super::{Eval, invalid, judged, scope, scope_words};

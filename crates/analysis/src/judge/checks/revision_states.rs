@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use lab::Check;
-use logline::event::RevisionStateSample;
+use logline::line::RevisionStateSample;
 use serde_json::json;
 
 use super::{Eval, invalid, judged, scope};

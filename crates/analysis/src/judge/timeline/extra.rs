@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use lab::Lab;
-use logline::event::SubjectEvent;
+use logline::line::SubjectEvent;
 use serde_json::{Value, json};
 
 use super::opt;

@@ -89,7 +89,7 @@ pub(crate) fn typed_line(acc: &mut Acc, line: Line) {
         Line::PerturbationWindowMarker(m) => acc.markers.push(m),
         Line::SamplerError(e) => acc.sampler_errors.push(e),
         Line::Subject(s) => {
-            if s.event == logline::event::SubjectEvent::RequestEnd {
+            if s.event == logline::line::SubjectEvent::RequestEnd {
                 bump(&mut acc.subject_requests, &s.app, 1);
             } else {
                 acc.subject.push(s);
