@@ -3,7 +3,7 @@
 //! Three layers, each depending only on those before it: [`read`], [`judge`], [`render`].
 //! [`analyze`] reads any mix of inputs ([`read::input`] detects each file's shape), folds them
 //! into per-run windows ([`read::model::Acc`], streaming), and computes the tables Q1–Q7, the
-//! error forensics and the extra analyses ([`judge::rule`], [`judge::timeline`]), the gates and
+//! error forensics and the extra analyses ([`judge::rule`], [`judge::platform`]), the gates and
 //! the verdict ([`judge::verdict`]). [`render::pack::write`] writes them as an evidence pack:
 //! `tables/*.{json,tsv}`, `gates.json`, `verdict.json`, `report.md` ([`render::report`]) with
 //! `charts/*.svg` ([`render::charts`]: the shared-time-axis timeline of
@@ -227,11 +227,11 @@ pub fn compute_with_runs(
         q1_table(&runs),
         q2_table(&q2, &q2_name, &rule),
         errors_by_revision_table(&acc, &runs),
-        judge::timeline::q3(&acc, &events),
-        judge::timeline::q4(&acc),
+        judge::platform::q3(&acc, &events),
+        judge::platform::q4(&acc),
         q5_table(&streaks, &longest, &runs, &rule),
         q6_table(&phases, &rule),
-        judge::timeline::q7(&acc),
+        judge::platform::q7(&acc),
     ];
     // Q8 only where the lab has jobs under test (the other labs' reports stay as they were).
     if !lab.jobs.is_empty() {
@@ -240,16 +240,16 @@ pub fn compute_with_runs(
     }
     let targets = load_targets(&lab, runs_file.as_ref().ok());
     let (forensics, mut statements) =
-        judge::timeline::forensics(&acc, &q2, &q2_name, cap, &targets);
+        judge::platform::forensics(&acc, &q2, &q2_name, cap, &targets);
     tables.push(forensics);
-    tables.push(judge::timeline::headroom(
+    tables.push(judge::platform::headroom(
         &acc,
         &lab,
         runs_file.as_ref().ok(),
     ));
-    tables.push(judge::timeline::cutover(&acc));
-    tables.push(judge::timeline::inflight(&acc, cap, &mut statements));
-    tables.push(judge::timeline::restart_cadence(&acc));
+    tables.push(judge::platform::cutover(&acc));
+    tables.push(judge::platform::inflight(&acc, cap, &mut statements));
+    tables.push(judge::platform::restart_cadence(&acc));
     let mut check_statements = Vec::new();
     let ctx = judge::verdict::Ctx {
         acc: &acc,

@@ -204,9 +204,9 @@ fn the_field_check_can_fail() {
 }
 
 /// The weight-change rows of q3-revision-timeline.kql follow the analysis's rule
-/// (`timeline::weight_changes`): consecutive samples of one (perturbation_id, app, revision) in
+/// (`platform::weight_changes`): consecutive samples of one (perturbation_id, app, revision) in
 /// time order whose traffic_weight differs, the later one kept; and their `detail` is the text
-/// `timeline::weight_detail` writes (the query's `strcat` evaluated here on one change). No KQL
+/// `platform::weight_detail` writes (the query's `strcat` evaluated here on one change). No KQL
 /// engine runs in the tests, so this pins the query's text to the Rust rule.
 #[test]
 fn q3_query_finds_weight_changes_as_the_analysis_does() {
@@ -246,6 +246,6 @@ fn q3_query_finds_weight_changes_as_the_analysis_does() {
     }
     assert_eq!(
         detail,
-        analysis::judge::timeline::weight_detail("subject--canary", 0, 10)
+        analysis::judge::platform::weight_detail("subject--canary", 0, 10)
     );
 }

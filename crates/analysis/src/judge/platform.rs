@@ -1,6 +1,8 @@
-//! Tables built from the event streams: Q3 revision timeline, Q4 replica inventory and Q7 system
-//! events here; error forensics in `forensics`; the extra analyses the write-ups did by hand
-//! (preflight headroom, cutover, in-flight cut-offs, restart cadence) in `extra`.
+//! What the platform did, as tables built from the event streams: Q3 revision timeline, Q4
+//! replica inventory and Q7 system events here; error forensics (errors set beside the platform's
+//! events) in `forensics`; the extra analyses the write-ups did by hand (preflight headroom,
+//! cutover, in-flight cut-offs, restart cadence) in `extra`. "Timeline" alone means the chart
+//! ([`crate::render::timeline_svg`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
