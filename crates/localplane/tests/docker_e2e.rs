@@ -82,7 +82,7 @@ fn rollout_app(env: Value) -> Value {
 }
 
 async fn rollouts(
-    lab: &Lab,
+    lab: &Plane,
     app: &str,
     env: Vec<Value>,
     n: usize,
@@ -173,7 +173,7 @@ async fn rollouts(
 /// positive control (`WARM_READY_LIES` + `bind-early`) shows client-visible 503s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_1_rolling_rollout_zero_errors_and_positive_control() {
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     let started = std::time::Instant::now();
@@ -229,7 +229,7 @@ fn app_body(env: Value, replicas: u32, probes: Value, grace: u64, tags: Value) -
 }
 
 /// PUT the app, wait for its operation, return its fqdn.
-async fn create(lab: &Lab, app: &str, body: Value) -> String {
+async fn create(lab: &Plane, app: &str, body: Value) -> String {
     let (code, h, v) = lab
         .call("PUT", &format!("{}?{AV}", lab.app_url(app)), Some(body))
         .await;
@@ -265,7 +265,7 @@ async fn request(
     Ok((r.status, r.body))
 }
 
-async fn latest_replicas(lab: &Lab, app: &str) -> Vec<Value> {
+async fn latest_replicas(lab: &Plane, app: &str) -> Vec<Value> {
     let (_, _, v) = lab
         .call("GET", &format!("{}?{AV}", lab.app_url(app)), None)
         .await;
@@ -282,7 +282,7 @@ async fn latest_replicas(lab: &Lab, app: &str) -> Vec<Value> {
     v["value"].as_array().cloned().unwrap_or_default()
 }
 
-async fn restart_count(lab: &Lab, app: &str) -> u64 {
+async fn restart_count(lab: &Plane, app: &str) -> u64 {
     latest_replicas(lab, app)
         .await
         .iter()
@@ -290,7 +290,7 @@ async fn restart_count(lab: &Lab, app: &str) -> u64 {
         .sum()
 }
 
-fn sys_for(lab: &Lab, app: &str, reason: &str) -> Vec<Value> {
+fn sys_for(lab: &Plane, app: &str, reason: &str) -> Vec<Value> {
     lab.system_rows()
         .into_iter()
         .filter(|r| r["ContainerAppName_s"] == app && r["Reason_s"] == reason)
@@ -315,7 +315,7 @@ fn http_probe(kind: &str, path: &str, period: u64, timeout: u64, threshold: u64)
 /// makes readiness flap. The main apps reach the dependency by name (`http://dep/health`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_2_dependency_coupled_probes() {
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     let dep = create(
@@ -461,7 +461,7 @@ async fn e2e_2_dependency_coupled_probes() {
 /// E2E 3: liveness patterns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_3_liveness_patterns() {
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     // (a) A blocking liveness handler beyond timeoutSeconds: a restart loop.
@@ -583,7 +583,7 @@ async fn e2e_3_liveness_patterns() {
 /// the blocking request is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_4_worker_saturation() {
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     let probes = json!([
@@ -699,7 +699,7 @@ fn keepalive_load(
 }
 
 /// One rollout (new ROLLOUT_GENERATION) of `app`, waiting until the old revision is gone.
-async fn one_rollout(lab: &Lab, app: &str, env: Vec<Value>, grace: u64) {
+async fn one_rollout(lab: &Plane, app: &str, env: Vec<Value>, grace: u64) {
     let (_, _, cur) = lab
         .call("GET", &format!("{}?{AV}", lab.app_url(app)), None)
         .await;
@@ -735,7 +735,7 @@ async fn one_rollout(lab: &Lab, app: &str, env: Vec<Value>, grace: u64) {
 /// requests, `drain` does not; long side requests survive when the grace period exceeds them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_5_drain_and_grace() {
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     let probes = json!([http_probe("Readiness", "/readyz", 1, 1, 2)]);
@@ -812,7 +812,7 @@ async fn e2e_5_drain_and_grace() {
 /// `replicaTimeout` failing a job that runs too long, and a Schedule (cron) job firing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn e2e_jobs_manual_timeout_schedule() {
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     create(

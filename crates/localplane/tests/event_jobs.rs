@@ -66,7 +66,7 @@ fn event_job(worker_queue_url: &str, work_ms: u64) -> Value {
 }
 
 /// The executions of `job` as `GET .../executions` lists them.
-async fn executions(lab: &Lab, job: &str) -> Vec<Value> {
+async fn executions(lab: &Plane, job: &str) -> Vec<Value> {
     let (code, _, v) = lab
         .call(
             "GET",
@@ -92,12 +92,12 @@ fn at(row: &Value) -> chrono::DateTime<chrono::FixedOffset> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_job_drains_a_queue_within_max_executions() {
     // A process reaches the app at its loopback ingress only.
-    drains(Lab::process().await, |fqdn| format!("http://{fqdn}")).await;
+    drains(Plane::process().await, |fqdn| format!("http://{fqdn}")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_an_event_job_drains_a_queue_within_max_executions() {
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     // A container reaches the app by its name, as in Azure's environment.
@@ -105,7 +105,7 @@ async fn docker_an_event_job_drains_a_queue_within_max_executions() {
 }
 
 /// The scenario on `lab`; `worker_url` gives the workers' `QUEUE_URL` from the app's fqdn.
-async fn drains(lab: Lab, worker_url: impl Fn(&str) -> String) {
+async fn drains(lab: Plane, worker_url: impl Fn(&str) -> String) {
     lab.put_env().await;
     let (code, h, v) = lab
         .call(
@@ -279,7 +279,7 @@ async fn drains(lab: Lab, worker_url: impl Fn(&str) -> String) {
 /// worker finds nothing and exits 0, the next poll starts another), and never more than one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn min_executions_keep_one_running_at_an_empty_queue() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     lab.put_env().await;
     let (code, h, v) = lab
         .call(
@@ -344,7 +344,7 @@ async fn min_executions_keep_one_running_at_an_empty_queue() {
 /// and no execution.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_metric_writes_keda_scaler_failed_and_starts_nothing() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     lab.put_env().await;
     let port = testkit::http::free_port().unwrap();
     let mut body = event_job(&format!("http://127.0.0.1:{port}"), 0);

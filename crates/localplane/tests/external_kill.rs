@@ -13,7 +13,7 @@ use common::*;
 use serde_json::{Value, json};
 use testkit::eventually;
 
-fn container_ids(lab: &Lab) -> Vec<String> {
+fn container_ids(lab: &Plane) -> Vec<String> {
     let owner = localplane::runtime::docker::owner_id(&lab.plane.state_dir());
     let out = std::process::Command::new("docker")
         .args([
@@ -30,7 +30,7 @@ fn container_ids(lab: &Lab) -> Vec<String> {
         .collect()
 }
 
-async fn replica(lab: &Lab) -> Option<Value> {
+async fn replica(lab: &Plane) -> Option<Value> {
     let (_, _, v) = lab
         .call("GET", &format!("{}?{AV}", lab.app_url("killed")), None)
         .await;
@@ -45,7 +45,7 @@ async fn replica(lab: &Lab) -> Option<Value> {
     v["value"].as_array()?.first().cloned()
 }
 
-fn terminated_137(lab: &Lab) -> usize {
+fn terminated_137(lab: &Plane) -> usize {
     lab.system_rows()
         .iter()
         .filter(|r| {
@@ -55,7 +55,7 @@ fn terminated_137(lab: &Lab) -> usize {
         .count()
 }
 
-async fn running_with_restarts(lab: &Lab, n: u64) -> bool {
+async fn running_with_restarts(lab: &Plane, n: u64) -> bool {
     replica(lab).await.is_some_and(|r| {
         let c = &r["properties"]["containers"][0];
         r["properties"]["runningState"] == "Running" && c["restartCount"] == n
@@ -64,7 +64,7 @@ async fn running_with_restarts(lab: &Lab, n: u64) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_killed_from_outside_is_terminated_137_and_restarted_with_back_off() {
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     let (code, h, v) = lab

@@ -38,7 +38,7 @@ fn app(replicas: u32, form: Option<&str>) -> Value {
 
 /// Deploys `name` and waits until its `n` replicas are ready; returns its ingress fqdn and
 /// latest revision.
-async fn deploy(lab: &Lab, name: &str, body: Value, n: usize) -> (String, String) {
+async fn deploy(lab: &Plane, name: &str, body: Value, n: usize) -> (String, String) {
     assert_eq!(lab.put_app(name, body).await, "Succeeded");
     let (rev, fqdn) = lab.latest_revision_and_fqdn(name).await;
     eventually(Duration::from_secs(30), "every replica ready", || async {
@@ -67,7 +67,7 @@ struct Seen {
 
 /// Starts app `name`'s maintenance and sends `GET /` to its ingress every 20 ms (at most 3,000
 /// requests) until the operation ends.
-async fn maintain(lab: &Lab, name: &str, fqdn: &str) -> Seen {
+async fn maintain(lab: &Plane, name: &str, fqdn: &str) -> Seen {
     let running = Arc::new(AtomicBool::new(true));
     let client = lab.client.clone();
     let url = format!("http://{fqdn}/");
@@ -110,7 +110,7 @@ async fn maintain(lab: &Lab, name: &str, fqdn: &str) -> Seen {
 }
 
 /// The `ManuallyStopped` rows of app `name`, by replica.
-fn manually_stopped(lab: &Lab, name: &str) -> BTreeSet<String> {
+fn manually_stopped(lab: &Plane, name: &str) -> BTreeSet<String> {
     lab.system_rows()
         .iter()
         .filter(|r| {
@@ -127,7 +127,7 @@ fn manually_stopped(lab: &Lab, name: &str) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_replica_serves_through_rolling_maintenance_but_not_stop_first() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     lab.put_env().await;
     let (rolling_fqdn, rolling_rev) = deploy(&lab, "rolling", app(1, None), 1).await;
     let (stop_fqdn, stop_rev) = deploy(&lab, "stopfirst", app(1, Some("stopFirst")), 1).await;
@@ -178,7 +178,7 @@ async fn one_replica_serves_through_rolling_maintenance_but_not_stop_first() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_serve_through_stop_first_maintenance_one_at_a_time() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     lab.put_env().await;
     let (fqdn, rev) = deploy(&lab, "two", app(2, Some("stopFirst")), 2).await;
     let before = names(&lab.replicas("two", &rev).await);
@@ -235,7 +235,7 @@ async fn two_replicas_serve_through_stop_first_maintenance_one_at_a_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_api_refuses_an_unknown_app_and_a_second_maintenance() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     lab.put_env().await;
     let url = |app: &str| format!("{}/localplane/apps/{app}/maintenance", lab.base);
     let (code, _, v) = lab.call("POST", &url("nope"), None).await;

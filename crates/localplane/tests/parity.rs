@@ -426,7 +426,7 @@ fn startup_degraded_full_app_gets_recorded_timings() {
 /// the latest revision (waits until its 3 old replicas are stopped). `factor` scales the waits.
 /// Returns the normalised localplane timeline.
 async fn replay(
-    lab: &Lab,
+    lab: &Plane,
     app: &str,
     body: impl Fn(u32) -> Value,
     factor: f64,
@@ -439,7 +439,7 @@ async fn replay(
         .await;
     assert_eq!(code, 201, "{v}");
     assert_eq!(lab.wait_op(&h, limit).await, "Succeeded");
-    let stopped = |lab: &Lab| {
+    let stopped = |lab: &Plane| {
         lab.system_rows()
             .iter()
             .filter(|r| {
@@ -601,7 +601,7 @@ const SCALED: f64 = 0.25;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollout_and_restart_scaled_process() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let lp = replay(&lab, "parity", |g| recorded_app(SCALED, g), SCALED, 2, true).await;
     compare_rollouts(&lp, SCALED);
     compare_restart(&lp, SCALED);
@@ -629,7 +629,7 @@ async fn rollout_and_restart_full_docker() {
             .any(|e| e["name"] == "STARTUP_DELAY_SECONDS" && e["value"] == "25"),
         "{env}"
     );
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     let (rollout, restart) = tokio::join!(
@@ -647,7 +647,7 @@ async fn rollout_and_restart_full_docker() {
 /// the exit-code row after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn system_rows_are_worded_as_azure_writes_them() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let url = format!("{}?{AV}", lab.app_url("words"));
     let body = |generation: u32| {
         subject_app(
@@ -671,7 +671,7 @@ async fn system_rows_are_worded_as_azure_writes_them() {
         .as_str()
         .unwrap()
         .to_string();
-    let has = |lab: &Lab, reason: &str, log: &str| {
+    let has = |lab: &Plane, reason: &str, log: &str| {
         lab.system_rows().iter().any(|r| {
             r["ContainerAppName_s"] == "words" && r["Reason_s"] == reason && r["Log_s"] == log
         })

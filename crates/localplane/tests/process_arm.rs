@@ -15,7 +15,7 @@ fn readiness(period: u64) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arm_app_lifecycle_revisions_ingress() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     assert_eq!(lab.put_env().await, 201);
 
     // Error shapes.
@@ -223,7 +223,7 @@ async fn arm_app_lifecycle_revisions_ingress() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_admin_429_500_hang() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let url = format!("{}?{AV}", lab.app_url("x"));
     let faults = format!("{}/localplane/faults", lab.base);
     let (code, _, _) = lab
@@ -264,7 +264,7 @@ async fn fault_admin_429_500_hang() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn liveness_timeout_kills_and_restarts() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let app = "live";
     let probes = json!([{"type": "Liveness", "httpGet": {"path": "/livez", "port": 8080}, "periodSeconds": 1, "timeoutSeconds": 1, "failureThreshold": 2}]);
     let body = subject_app(
@@ -319,7 +319,7 @@ async fn liveness_timeout_kills_and_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_manual_timeout_and_stop() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let job = json!({
         "location": "local",
         "properties": {
@@ -426,7 +426,7 @@ fn subject_job(env: Value, timeout: u64, retries: u32, tags: Value) -> Value {
 }
 
 /// PUTs job `name` and starts an execution; its name.
-async fn put_and_start(lab: &Lab, name: &str, body: Value) -> String {
+async fn put_and_start(lab: &Plane, name: &str, body: Value) -> String {
     let (code, h, v) = lab
         .call("PUT", &format!("{}?{AV}", lab.job_url(name)), Some(body))
         .await;
@@ -443,7 +443,7 @@ async fn put_and_start(lab: &Lab, name: &str, body: Value) -> String {
 }
 
 /// The execution's status once it is no longer `Running` (within `limit`).
-async fn final_status(lab: &Lab, job: &str, exec: &str, limit: Duration) -> String {
+async fn final_status(lab: &Plane, job: &str, exec: &str, limit: Duration) -> String {
     eventually(limit, "execution ends", || async {
         let (_, _, v) = lab
             .call(
@@ -478,7 +478,7 @@ fn of(rows: Vec<Value>, exec: &str) -> Vec<Value> {
 /// needs 31 s is SIGKILLed 30 s after SIGTERM (137).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_replicas_get_30_s_after_sigterm_whatever_the_template_says() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let drain = |s: u32| {
         json!([{"name": "SHUTDOWN_MODE", "value": "drain"},
                {"name": "SHUTDOWN_DRAIN_SECONDS", "value": s.to_string()}])
@@ -575,7 +575,7 @@ async fn job_replicas_get_30_s_after_sigterm_whatever_the_template_says() {
 /// no retry starts, though `replicaRetryLimit` allows one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replica_timeout_bounds_each_replica_or_under_the_tag_the_execution() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let per_replica =
         put_and_start(&lab, "per-replica", subject_job(json!([]), 3, 1, json!({}))).await;
     let per_exec = put_and_start(

@@ -29,7 +29,7 @@ fn app(env: Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_never_ready_revision_fails_at_the_deadline_and_never_gets_traffic() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     lab.put_env().await;
     assert_eq!(lab.put_app("app", app(json!([]))).await, "Succeeded");
     let (good, _) = lab.latest_revision_and_fqdn("app").await;

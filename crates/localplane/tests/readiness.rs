@@ -25,12 +25,12 @@ fn readiness() -> Value {
     json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": 1, "failureThreshold": 1}])
 }
 
-async fn put(lab: &Lab, app: &str, body: Value) {
+async fn put(lab: &Plane, app: &str, body: Value) {
     assert_eq!(lab.put_app(app, body).await, "Succeeded");
 }
 
 /// The revision that served `GET /` through the app's ingress (`fqdn`), if a replica answered.
-async fn served_by(lab: &Lab, fqdn: &str) -> Option<String> {
+async fn served_by(lab: &Plane, fqdn: &str) -> Option<String> {
     let (code, h, _) = lab.call("GET", &format!("http://{fqdn}/"), None).await;
     (code == 200)
         .then(|| h.get("x-revision")?.to_str().ok().map(str::to_owned))
@@ -52,7 +52,7 @@ fn dependency(healthy: bool) -> Value {
 /// new revision ran while it could not be ready, and what it ran when it took the traffic
 /// (replicas listed, replicas ready) once the dependency became healthy.
 async fn roll_out_behind_dependency(
-    lab: &Lab,
+    lab: &Plane,
     name: &str,
     tags: Value,
     dep_fqdn: &str,
@@ -148,7 +148,7 @@ async fn roll_out_behind_dependency(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_revision_takes_the_traffic_once_it_runs_the_previous_count_ready() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     assert_eq!(lab.put_env().await, 201);
 
     put(&lab, "dep", dependency(false)).await;

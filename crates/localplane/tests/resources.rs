@@ -16,7 +16,7 @@ use common::*;
 use serde_json::{Value, json};
 use testkit::eventually;
 
-fn env_url(lab: &Lab, env: &str) -> String {
+fn env_url(lab: &Plane, env: &str) -> String {
     format!(
         "{}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.App/managedEnvironments/{env}?{AV}",
         lab.base
@@ -33,18 +33,18 @@ fn app_with(resources: Value, replicas: u32) -> Value {
     b
 }
 
-async fn put(lab: &Lab, app: &str, body: Value) -> (u16, http::HeaderMap, Value) {
+async fn put(lab: &Plane, app: &str, body: Value) -> (u16, http::HeaderMap, Value) {
     lab.call("PUT", &format!("{}?{AV}", lab.app_url(app)), Some(body))
         .await
 }
 
-async fn get_app(lab: &Lab, app: &str) -> Value {
+async fn get_app(lab: &Plane, app: &str) -> Value {
     lab.call("GET", &format!("{}?{AV}", lab.app_url(app)), None)
         .await
         .2
 }
 
-async fn replicas(lab: &Lab, app: &str) -> Vec<Value> {
+async fn replicas(lab: &Plane, app: &str) -> Vec<Value> {
     let v = get_app(lab, app).await;
     let Some(rev) = v["properties"]["latestRevisionName"].as_str() else {
         return vec![];
@@ -59,7 +59,7 @@ async fn replicas(lab: &Lab, app: &str) -> Vec<Value> {
     v["value"].as_array().cloned().unwrap_or_default()
 }
 
-fn rows(lab: &Lab, app: &str, reason: &str) -> Vec<Value> {
+fn rows(lab: &Plane, app: &str, reason: &str) -> Vec<Value> {
     lab.system_rows()
         .into_iter()
         .filter(|r| r["ContainerAppName_s"] == app && r["Reason_s"] == reason)
@@ -75,7 +75,7 @@ fn error_message(v: &Value) -> &str {
 }
 
 /// The operation of `h` ends `Failed` with the quota error; its message.
-async fn failed_on_quota(lab: &Lab, h: &http::HeaderMap) -> String {
+async fn failed_on_quota(lab: &Plane, h: &http::HeaderMap) -> String {
     assert_eq!(lab.wait_op(h, Duration::from_secs(30)).await, "Failed");
     let url = h["azure-asyncoperation"].to_str().unwrap();
     let (_, _, op) = lab.call("GET", url, None).await;
@@ -89,7 +89,7 @@ async fn failed_on_quota(lab: &Lab, h: &http::HeaderMap) -> String {
 /// environment with workload profiles.
 #[tokio::test]
 async fn resources_are_held_to_the_listed_combinations() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     for (res, want) in [
         (json!({"cpu": 0.5, "memory": "1Gi"}), 201),
         (json!({"cpu": 0.5, "memory": "0.5Gi"}), 400),
@@ -186,7 +186,7 @@ async fn resources_are_held_to_the_listed_combinations() {
 /// same table at PUT and in a start's override.
 #[tokio::test]
 async fn a_get_shows_the_defaults_and_the_normalised_memory() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let (code, h, v) = put(&lab, "shown", app_with(Value::Null, 1)).await;
     assert_eq!(code, 201, "{v}");
     assert_eq!(
@@ -254,7 +254,7 @@ async fn a_get_shows_the_defaults_and_the_normalised_memory() {
 /// default cap of 50: the same, naming the cap. Back under both, the next revision starts.
 #[tokio::test]
 async fn a_thousand_replicas_fail_with_the_quota_error_and_start_nothing() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let (code, h, v) = put(&lab, "typo", app_with(Value::Null, 1000)).await;
     assert_eq!(code, 201, "{v}");
     let msg = failed_on_quota(&lab, &h).await;
@@ -291,7 +291,7 @@ async fn a_thousand_replicas_fail_with_the_quota_error_and_start_nothing() {
     lab.stop().await;
 }
 
-fn containers_of(lab: &Lab, app: &str) -> Vec<String> {
+fn containers_of(lab: &Plane, app: &str) -> Vec<String> {
     let owner = localplane::runtime::docker::owner_id(&lab.plane.state_dir());
     let out = std::process::Command::new("docker")
         .args([
@@ -324,7 +324,7 @@ fn inspect(id: &str, format: &str) -> String {
 /// a 0.5Gi limit is killed by the kernel, written as Azure writes it, and restarted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_limits_oom_kill_and_quota() {
-    let Some(lab) = Lab::docker().await else {
+    let Some(lab) = Plane::docker().await else {
         return;
     };
     let half = json!({"cpu": 0.5, "memory": "1Gi"});

@@ -48,7 +48,7 @@ fn documented_app(scale: Value, startup_s: u32) -> Value {
     body
 }
 
-async fn create(lab: &Lab, name: &str, body: Value) -> String {
+async fn create(lab: &Plane, name: &str, body: Value) -> String {
     let (code, h, v) = lab
         .call("PUT", &format!("{}?{AV}", lab.app_url(name)), Some(body))
         .await;
@@ -64,13 +64,13 @@ async fn create(lab: &Lab, name: &str, body: Value) -> String {
 }
 
 /// The revision's live replicas as ARM reports them.
-async fn replica_count(lab: &Lab, app: &str, rev: &str) -> u64 {
+async fn replica_count(lab: &Plane, app: &str, rev: &str) -> u64 {
     lab.revision(app, rev).await["properties"]["replicas"]
         .as_u64()
         .unwrap()
 }
 
-async fn ingress(lab: &Lab, app: &str) -> String {
+async fn ingress(lab: &Plane, app: &str) -> String {
     let (_, _, v) = lab
         .call("GET", &format!("{}?{AV}", lab.app_url(app)), None)
         .await;
@@ -82,7 +82,7 @@ async fn ingress(lab: &Lab, app: &str) -> String {
     )
 }
 
-fn rows_with(lab: &Lab, reason: &str) -> Vec<Value> {
+fn rows_with(lab: &Plane, reason: &str) -> Vec<Value> {
     lab.system_rows()
         .into_iter()
         .filter(|r| r["Reason_s"] == reason)
@@ -91,7 +91,7 @@ fn rows_with(lab: &Lab, reason: &str) -> Vec<Value> {
 
 /// Waits for the `ContainerTerminated` row with reason `ManuallyStopped` a scaled-in replica
 /// writes, as a retired one does.
-async fn wait_manually_stopped(lab: &Lab) {
+async fn wait_manually_stopped(lab: &Plane) {
     eventually(Duration::from_secs(10), "ManuallyStopped row", || async {
         lab.system_rows()
             .iter()
@@ -108,7 +108,7 @@ async fn wait_manually_stopped(lab: &Lab) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_to_zero_then_a_request_waits_for_a_cold_start() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let scale = json!({"minReplicas": 0, "maxReplicas": 3, "pollingInterval": 1,
         "cooldownPeriod": 3,
         "rules": [{"name": "http", "http": {"metadata": {"concurrentRequests": "5"}}}]});
@@ -152,7 +152,7 @@ async fn scale_to_zero_then_a_request_waits_for_a_cold_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_rule_scales_out_under_load_and_in_after_the_cooldown() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let scale = json!({"minReplicas": 1, "maxReplicas": 2, "pollingInterval": 1,
         "cooldownPeriod": 3,
         "rules": [{"name": "http", "http": {"metadata": {"concurrentRequests": "2"}}}]});
@@ -215,7 +215,7 @@ async fn http_rule_scales_out_under_load_and_in_after_the_cooldown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn by_default_the_http_rule_counts_requests_in_the_past_15_s() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let scale = json!({"minReplicas": 1, "maxReplicas": 5, "pollingInterval": 1,
         "rules": [{"name": "http", "http": {"metadata": {"concurrentRequests": "1"}}}]});
     let rev = create(&lab, "rate", documented_app(scale, 0)).await;

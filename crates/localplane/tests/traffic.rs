@@ -41,12 +41,12 @@ fn body(suffix: &str, generation: u32, traffic: Value) -> Value {
     b
 }
 
-async fn put(lab: &Lab, b: Value) -> (u16, http::HeaderMap, Value) {
+async fn put(lab: &Plane, b: Value) -> (u16, http::HeaderMap, Value) {
     lab.call("PUT", &format!("{}?{AV}", lab.app_url(APP)), Some(b))
         .await
 }
 
-async fn revision(lab: &Lab, rev: &str) -> Value {
+async fn revision(lab: &Plane, rev: &str) -> Value {
     let (code, _, v) = lab
         .call(
             "GET",
@@ -60,7 +60,7 @@ async fn revision(lab: &Lab, rev: &str) -> Value {
 
 /// One request through the app's ingress (`host`: the `Host` header, else the fqdn's): the
 /// status and the `revision` of the subject's JSON answer (empty when it is not JSON).
-async fn hit(lab: &Lab, fqdn: &str, host: Option<&str>) -> (u16, String) {
+async fn hit(lab: &Plane, fqdn: &str, host: Option<&str>) -> (u16, String) {
     let req = http::Request::get(format!("http://{fqdn}/"))
         .header("host", host.unwrap_or(fqdn))
         .body(Full::new(Bytes::new()))
@@ -76,7 +76,7 @@ async fn hit(lab: &Lab, fqdn: &str, host: Option<&str>) -> (u16, String) {
 }
 
 /// How many of `n` requests each revision answered (status 200 only; others counted by code).
-async fn tally(lab: &Lab, fqdn: &str, host: Option<&str>, n: usize) -> Vec<(String, usize)> {
+async fn tally(lab: &Plane, fqdn: &str, host: Option<&str>, n: usize) -> Vec<(String, usize)> {
     let mut m = std::collections::BTreeMap::new();
     for _ in 0..n {
         let (st, rev) = hit(lab, fqdn, host).await;
@@ -91,7 +91,7 @@ async fn tally(lab: &Lab, fqdn: &str, host: Option<&str>, n: usize) -> Vec<(Stri
 }
 
 /// The environment's `defaultDomain` (its GET), after a PUT of environment `env`.
-async fn default_domain(lab: &Lab) -> String {
+async fn default_domain(lab: &Plane) -> String {
     lab.put_env().await;
     let (code, _, v) = lab.call("GET", &lab.env_url(), None).await;
     assert_eq!(code, 200, "{v}");
@@ -104,7 +104,7 @@ async fn default_domain(lab: &Lab) -> String {
 /// The app GET's labels as `(label, host name, address)`: the `localplaneLabel` extension of
 /// each labelled `ingress.traffic` entry (`url` without its `http://`). The GET must still
 /// read as the wire model `arm` uses, the extension kept among the entry's unknown fields.
-async fn label_hosts(lab: &Lab) -> Vec<(String, String, String)> {
+async fn label_hosts(lab: &Plane) -> Vec<(String, String, String)> {
     let (code, _, v) = lab
         .call("GET", &format!("{}?{AV}", lab.app_url(APP)), None)
         .await;
@@ -128,7 +128,7 @@ async fn label_hosts(lab: &Lab) -> Vec<(String, String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multiple_mode_splits_by_weight_routes_labels_and_guards_deactivation() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let v1 = format!("{APP}--v1");
     let v2 = format!("{APP}--v2");
 
@@ -314,7 +314,7 @@ async fn multiple_mode_splits_by_weight_routes_labels_and_guards_deactivation() 
 }
 
 /// The `RevisionUpdate` rows of app `app`, oldest first: `(RevisionName_s, Log_s)`.
-fn weight_rows(lab: &Lab, app: &str) -> Vec<(String, String)> {
+fn weight_rows(lab: &Plane, app: &str) -> Vec<(String, String)> {
     lab.system_rows()
         .iter()
         .filter(|r| r["ContainerAppName_s"] == app && r["Reason_s"] == "RevisionUpdate")
@@ -338,7 +338,7 @@ fn weight_row(rev: &str, weight: u32) -> (String, String) {
 
 /// Waits until app `app`'s `RevisionUpdate` rows are exactly `want`, and that they stay so
 /// while the controller runs a few more passes (no duplicate row for a weight already set).
-async fn expect_weight_rows(lab: &Lab, app: &str, want: &[(String, String)]) {
+async fn expect_weight_rows(lab: &Plane, app: &str, want: &[(String, String)]) {
     eventually(Duration::from_secs(20), "the weight rows", || async {
         (weight_rows(lab, app) == want).then_some(())
     })
@@ -353,7 +353,7 @@ async fn expect_weight_rows(lab: &Lab, app: &str, want: &[(String, String)]) {
 /// changed); a PUT that leaves the weights alone writes none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn traffic_weight_changes_write_system_rows() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let v1 = format!("{APP}--v1");
     let v2 = format!("{APP}--v2");
     let (code, h, v) = put(&lab, body("v1", 1, Value::Null)).await;
@@ -386,7 +386,7 @@ async fn traffic_weight_changes_write_system_rows() {
 /// Single mode: each rollout's traffic switch writes one row, 100 % for the new revision.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_mode_writes_a_weight_row_at_each_switch() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let url = format!("{}?{AV}", lab.app_url("single"));
     let mut want = Vec::new();
     for (g, suffix) in [(1, "v1"), (2, "v2")] {
@@ -410,7 +410,7 @@ async fn single_mode_writes_a_weight_row_at_each_switch() {
 /// that answered (the subject's JSON) and the `Set-Cookie` header of the response.
 async fn hit_with_cookie(
     fqdn: &str,
-    lab: &Lab,
+    lab: &Plane,
     cookie: Option<&str>,
 ) -> (u16, String, Option<String>) {
     let mut req = http::Request::get(format!("http://{fqdn}/")).header("host", fqdn);
@@ -450,7 +450,7 @@ fn affinity_app(mode: &str, replicas: u32, affinity: &str) -> Value {
 
 /// Deploys `body` as app `app` and waits until `replicas` replicas answer through its
 /// ingress; returns its fqdn.
-async fn deploy_ready(lab: &Lab, app: &str, body: Value, replicas: usize) -> String {
+async fn deploy_ready(lab: &Plane, app: &str, body: Value, replicas: usize) -> String {
     let url = format!("{}?{AV}", lab.app_url(app));
     let (code, h, v) = lab.call("PUT", &url, Some(body)).await;
     assert_eq!(code, 201, "{v}");
@@ -486,7 +486,7 @@ async fn deploy_ready(lab: &Lab, app: &str, body: Value, replicas: usize) -> Str
 /// only).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sticky_sessions_keep_a_client_on_its_replica_in_single_mode() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let url = format!("{}?{AV}", lab.app_url("sticky"));
     let fqdn = deploy_ready(&lab, "sticky", affinity_app("Single", 3, "sticky"), 3).await;
     let (_, _, v) = lab.call("GET", &url, None).await;
@@ -587,7 +587,7 @@ fn retention_app(
 }
 
 /// PUTs `b` as app `app` and waits for its operation to succeed.
-async fn deploy(lab: &Lab, app: &str, b: Value) {
+async fn deploy(lab: &Plane, app: &str, b: Value) {
     let (code, h, v) = lab
         .call("PUT", &format!("{}?{AV}", lab.app_url(app)), Some(b))
         .await;
@@ -596,7 +596,7 @@ async fn deploy(lab: &Lab, app: &str, b: Value) {
 }
 
 /// App `app`'s revisions as `GET .../revisions` lists them: `(name, properties)`.
-async fn revisions_of(lab: &Lab, app: &str) -> Vec<(String, Value)> {
+async fn revisions_of(lab: &Plane, app: &str) -> Vec<(String, Value)> {
     let (code, _, v) = lab
         .call("GET", &format!("{}/revisions?{AV}", lab.app_url(app)), None)
         .await;
@@ -614,7 +614,7 @@ async fn revisions_of(lab: &Lab, app: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
-async fn revision_names(lab: &Lab, app: &str) -> Vec<String> {
+async fn revision_names(lab: &Plane, app: &str) -> Vec<String> {
     revisions_of(lab, app)
         .await
         .into_iter()
@@ -623,7 +623,7 @@ async fn revision_names(lab: &Lab, app: &str) -> Vec<String> {
 }
 
 /// Waits until app `app` lists exactly the revisions `want` (oldest first).
-async fn expect_revisions(lab: &Lab, app: &str, want: &[String]) {
+async fn expect_revisions(lab: &Plane, app: &str, want: &[String]) {
     eventually(Duration::from_secs(30), "the revisions listed", || async {
         (revision_names(lab, app).await == want).then_some(())
     })
@@ -633,7 +633,7 @@ async fn expect_revisions(lab: &Lab, app: &str, want: &[String]) {
 /// Waits until a controller pass of app `app` has run after this call began: the serving
 /// revision `serving`'s `lastActiveTime` is set by every pass (GETs and passes take the same
 /// lock), so a value later than the one read now was written by a later pass.
-async fn a_later_pass(lab: &Lab, app: &str, serving: &str) {
+async fn a_later_pass(lab: &Plane, app: &str, serving: &str) {
     let last = || async move {
         let (_, _, v) = lab
             .call(
@@ -658,7 +658,7 @@ async fn a_later_pass(lab: &Lab, app: &str, serving: &str) {
 
 /// `POST .../revisions/{rev}/{action}` and `GET .../revisions/{rev}`: both status codes and
 /// the error codes.
-async fn unknown_revision_answers(lab: &Lab, app: &str, rev: &str) -> Vec<(u16, Value)> {
+async fn unknown_revision_answers(lab: &Plane, app: &str, rev: &str) -> Vec<(u16, Value)> {
     let base = format!("{}/revisions/{rev}", lab.app_url(app));
     let (get, _, g) = lab.call("GET", &format!("{base}?{AV}"), None).await;
     let (post, _, p) = lab
@@ -676,7 +676,7 @@ async fn unknown_revision_answers(lab: &Lab, app: &str, rev: &str) -> Vec<(u16, 
 /// kept. A negative value or one above 100 is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inactive_revisions_beyond_max_inactive_revisions_are_purged_oldest_first() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let app = "purge";
     let names: Vec<String> = (1..=4).map(|g| format!("{app}--v{g}")).collect();
     for g in 1..=4u32 {
@@ -721,7 +721,7 @@ async fn inactive_revisions_beyond_max_inactive_revisions_are_purged_oldest_firs
 /// Without `maxInactiveRevisions` (100 kept) a handful of revisions are all kept, stopped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_max_inactive_revisions_nothing_is_purged() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let app = "keep";
     let names: Vec<String> = (1..=4).map(|g| format!("{app}--v{g}")).collect();
     for g in 1..=4u32 {
@@ -750,7 +750,7 @@ async fn without_max_inactive_revisions_nothing_is_purged() {
 /// has stopped, except while a `revisionName` traffic rule names it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multiple_mode_purges_deactivated_revisions_not_named_by_a_rule() {
-    let lab = Lab::process().await;
+    let lab = Plane::process().await;
     let app = "mpurge";
     let [v1, v2, v3] = ["v1", "v2", "v3"].map(|s| format!("{app}--{s}"));
     let pinned = json!([

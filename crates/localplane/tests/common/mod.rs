@@ -18,15 +18,15 @@ pub const RG: &str = "rg-lab";
 pub const AV: &str = "api-version=2025-07-01";
 
 /// A localplane (testkit's harness) with a JSON client for its ARM API.
-pub struct Lab {
+pub struct Plane {
     pub plane: Harness,
     pub base: String,
     pub client: Client<HttpConnector, Full<Bytes>>,
 }
 
-impl Lab {
-    fn on(plane: Harness) -> Lab {
-        Lab {
+impl Plane {
+    fn on(plane: Harness) -> Plane {
+        Plane {
             base: plane.base_url(),
             plane,
             client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
@@ -34,19 +34,19 @@ impl Lab {
     }
 
     /// A localplane on the process runtime (the workspace's `subject` binary as replicas).
-    pub async fn process() -> Lab {
-        Lab::on(Harness::process().await)
+    pub async fn process() -> Plane {
+        Plane::on(Harness::process().await)
     }
 
     /// A localplane on the Docker runtime, or `None` when `PROBELAB_SKIP_DOCKER=1`: through
     /// testkit's gate, so a missing engine or image fails loudly and what a killed test run
     /// left behind is removed first.
-    pub async fn docker() -> Option<Lab> {
+    pub async fn docker() -> Option<Plane> {
         let docker = testkit::docker::require_docker().await?;
         for image in ["subject", "loadgen"] {
             docker.require_image(image).await;
         }
-        Some(Lab::on(Harness::start(RuntimeKind::Docker).await))
+        Some(Plane::on(Harness::start(RuntimeKind::Docker).await))
     }
 
     pub fn app_url(&self, app: &str) -> String {
