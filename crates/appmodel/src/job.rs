@@ -32,6 +32,13 @@ pub struct Job {
 pub struct JobProperties {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provisioning_state: Option<ProvisioningState>,
+    /// `Ready`, `Progressing`, `Suspended` (read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbound_ip_addresses: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_stream_endpoint: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -8,8 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use appmodel as wire;
 use logline::Timestamp;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::cron::Cron;
@@ -131,47 +132,48 @@ impl Job {
         )
     }
 
-    pub fn to_json(&self) -> Value {
-        let mut props = self.properties.clone();
-        if let Some(p) = props.as_object_mut() {
-            p.insert("provisioningState".into(), json!("Succeeded"));
-            p.insert("runningState".into(), json!("Ready"));
-            p.insert("outboundIpAddresses".into(), json!(["127.0.0.1"]));
-            p.insert(
-                "eventStreamEndpoint".into(),
-                json!(format!("{}/eventstream", self.id())),
-            );
+    /// The job as its GET answers it: the properties the client sent (unknown ones kept), with
+    /// its states. The PUT or PATCH that set them was refused unless they read as this type
+    /// (`jobs::job_properties`), so they read back.
+    pub fn job_view(&self) -> wire::Job {
+        let mut props: wire::JobProperties =
+            serde_json::from_value(self.properties.clone()).unwrap_or_default();
+        props.provisioning_state = Some(wire::ProvisioningState::Succeeded);
+        props.running_state = Some("Ready".into());
+        props.outbound_ip_addresses = Some(vec!["127.0.0.1".into()]);
+        props.event_stream_endpoint = Some(format!("{}/eventstream", self.id()));
+        wire::Job {
+            id: Some(self.id()),
+            name: Some(self.name.clone()),
+            kind: Some("Microsoft.App/jobs".into()),
+            location: Some(self.location.clone()),
+            tags: serde_json::from_value(self.tags.clone()).ok(),
+            identity: None,
+            properties: props,
+            extra: wire::Extra::new(),
         }
-        json!({
-            "id": self.id(),
-            "name": self.name,
-            "type": "Microsoft.App/jobs",
-            "location": self.location,
-            "tags": self.tags,
-            "properties": props,
-        })
     }
 
-    pub fn execution_json(&self, e: &Execution) -> Value {
+    /// Execution `e` as its GET answers it.
+    pub fn execution_view(&self, e: &Execution) -> wire::JobExecution {
         let (status, end) = e
             .state
             .lock()
             .map(|s| (s.status, s.end))
             .unwrap_or((ExecStatus::Running, None));
-        let mut props = json!({
-            "status": status.as_str(),
-            "startTime": e.start.to_rfc3339_s(),
-            "template": e.template,
-        });
-        if let Some(end) = end {
-            props["endTime"] = json!(end.to_rfc3339_s());
+        wire::JobExecution {
+            name: e.name.clone(),
+            id: Some(format!("{}/executions/{}", self.id(), e.name)),
+            kind: Some("Microsoft.App/jobs/executions".into()),
+            properties: wire::JobExecutionProperties {
+                status: Some(status.as_str().into()),
+                start_time: Some(e.start.to_rfc3339_s()),
+                end_time: end.map(|t| t.to_rfc3339_s()),
+                template: serde_json::from_value(e.template.clone()).ok(),
+                extra: wire::Extra::new(),
+            },
+            extra: wire::Extra::new(),
         }
-        json!({
-            "id": format!("{}/executions/{}", self.id(), e.name),
-            "name": e.name,
-            "type": "Microsoft.App/jobs/executions",
-            "properties": props,
-        })
     }
 }
 
@@ -275,6 +277,7 @@ fn replica_count(section: Option<&Value>, name: &str, k: &str) -> Result<u32, Ar
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// The configuration of a job without tags.
     fn parse_config(props: &Value) -> Result<JobConfig, ArmError> {

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use appmodel as wire;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -114,7 +115,7 @@ fn upsert_job(
             job.scheduler_stop.clone(),
         );
     }
-    let out = job.to_json();
+    let out = job.job_view();
     let id = job.id();
     let op = plane.new_op(&mut st, sub, &location, true);
     Plane::set_op_result(&mut st, &op, crate::plane::OpResult::Resource(id));
@@ -145,7 +146,7 @@ pub async fn get_job(
         .jobs
         .get(&key(&name))
         .ok_or_else(|| job_not_found(&name, &rg))?;
-    Ok(axum::Json(j.to_json()).into_response())
+    Ok(axum::Json(j.job_view()).into_response())
 }
 
 pub async fn delete_job(
@@ -200,6 +201,9 @@ fn job_properties(plane: &Plane, body: &Value) -> Result<(Value, JobConfig), Arm
         crate::resources::check_total(spec.resources(), plan)?;
     }
     let config = parse_config(&props, body.get("tags"))?;
+    // The wire type the GET answers with (`Job::job_view`): a body that does not fit it is
+    // refused here, naming the key, rather than answered without its properties later.
+    crate::model::from_json::<wire::JobProperties>(&props, "properties")?;
     Ok((props, config))
 }
 
@@ -310,13 +314,16 @@ pub async fn list_executions(
         .jobs
         .get(&key(&name))
         .ok_or_else(|| job_not_found(&name, &rg))?;
-    let value: Vec<Value> = j
-        .executions
-        .iter()
-        .rev()
-        .map(|e| j.execution_json(e))
-        .collect();
-    Ok(axum::Json(json!({ "value": value })).into_response())
+    let page = wire::Page {
+        value: j
+            .executions
+            .iter()
+            .rev()
+            .map(|e| j.execution_view(e))
+            .collect(),
+        next_link: None,
+    };
+    Ok(axum::Json(page).into_response())
 }
 
 fn exec_not_found(e: &str) -> ArmError {
@@ -352,7 +359,7 @@ pub async fn get_execution(
 ) -> Result<Response, ArmError> {
     let st = s.plane.lock();
     let (j, e) = find_execution(&st, &rg, &name, &exec)?;
-    Ok(axum::Json(j.execution_json(e)).into_response())
+    Ok(axum::Json(j.execution_view(e)).into_response())
 }
 
 /// `POST .../jobs/{job}/stop` (`az containerapp job stop` without an execution): stops every
@@ -371,10 +378,14 @@ pub async fn stop_all_executions(
         let running = e.state.lock().map(|x| x.end.is_none()).unwrap_or(false);
         if running {
             e.cancel.cancel();
-            value.push(j.execution_json(e));
+            value.push(j.execution_view(e));
         }
     }
-    Ok(axum::Json(json!({ "value": value })).into_response())
+    Ok(axum::Json(wire::Page {
+        value,
+        next_link: None,
+    })
+    .into_response())
 }
 
 /// Removes job `name` (a job delete, or its resource group's): its scheduler stops and its

@@ -34,7 +34,7 @@ pub fn list(st: &PlaneState, kind: Kind, sub: &str, rg: Option<&str>) -> Vec<Val
             .jobs
             .values()
             .filter(|j| in_scope(&j.sub, &j.rg))
-            .map(crate::job::Job::to_json)
+            .map(job_value)
             .collect(),
         Kind::ManagedEnvironments => st
             .envs
@@ -99,7 +99,7 @@ pub fn resource_json(st: &PlaneState, id: &str) -> Option<Value> {
         let a = st.apps.get(&key(name))?;
         Some(app_value(st, a))
     } else if kind.eq_ignore_ascii_case("jobs") {
-        st.jobs.get(&key(name)).map(crate::job::Job::to_json)
+        st.jobs.get(&key(name)).map(job_value)
     } else if kind.eq_ignore_ascii_case("managedEnvironments") {
         st.envs.get(&key(name)).map(env_json)
     } else {
@@ -111,6 +111,11 @@ pub fn resource_json(st: &PlaneState, id: &str) -> Option<Value> {
 /// maps have text keys).
 fn app_value(st: &PlaneState, a: &crate::plane::App) -> Value {
     serde_json::to_value(a.app_view(app_provisioning(st, a))).unwrap_or(Value::Null)
+}
+
+/// A job's GET body as JSON (as [`app_value`]).
+fn job_value(j: &crate::job::Job) -> Value {
+    serde_json::to_value(j.job_view()).unwrap_or(Value::Null)
 }
 
 /// An environment as its GET answers it.
