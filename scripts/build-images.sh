@@ -4,7 +4,7 @@
 #   2. one `docker build` per image from a minimal context (the binary + the host's CA bundle),
 #      every Dockerfile `FROM scratch`, the images' builds running side by side;
 #   3. tags probelab/<name>:dev and probelab/<name>:<git short sha>[-dirty], OCI labels;
-#   4. prints each image's size and fails if one exceeds its limit (20 MB; the lab image 64 MB).
+#   4. prints each image's size and fails if one exceeds its limit (20 MB; the lab image 50 MB).
 #
 # Usage: scripts/build-images.sh [--with-labctl] [NAME...]   (or: just images)
 #   With names (e.g. `lab`), only those images are built; without, every image below.
@@ -55,10 +55,10 @@ PROFILE=image
 MAX_BYTES=$((20 * 1000 * 1000))
 # The lab image is the operator's tool, not a workload: it holds labctl (the orchestrator, the
 # analysis, the SVG charts and localplane linked in) plus the standalone localplane binary, and
-# it never runs in Container Apps. It gets its own, still enforced, limit: 64 MB since the
+# it never runs in Container Apps. It gets its own, still enforced, limit: 50 MB since the
 # emulator and orchestrator crates are built at opt-level 0 (Cargo.toml's `image` profile), which
-# made the two binaries ~55 MB together where they were ~29 MB.
-LAB_MAX_BYTES=$((64 * 1000 * 1000))
+# made the two binaries ~45 MB together (stripped) where they were ~29 MB.
+LAB_MAX_BYTES=$((50 * 1000 * 1000))
 CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
 start=$(date +%s)
 step() { echo "==> [build-images $(($(date +%s) - start))s] $*"; }
