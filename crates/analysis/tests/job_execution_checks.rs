@@ -18,11 +18,14 @@ fn at(s: f64) -> String {
     iso_ms(T0 * 1000 + (s * 1000.0).round() as i64)
 }
 
-/// One replica of execution `exec` of job `batch`: started at `start_s`, SIGTERM line at
-/// `sigterm_s` (if any), terminated at `end_s` with `code` (no end row when `end_s` is NaN).
+/// One replica of execution `exec` of job `batch`: created at `created_s` (its `PullingImage`
+/// row, if any), started at `start_s`, SIGTERM line at `sigterm_s` (if any), terminated at
+/// `end_s` with `code` (no end row when `end_s` is NaN).
+#[derive(Clone, Copy)]
 struct Rep {
     exec: &'static str,
     name: &'static str,
+    created_s: Option<f64>,
     start_s: f64,
     sigterm_s: Option<f64>,
     end_s: f64,
@@ -100,6 +103,35 @@ min = 2
 max = 2
 
 [[checks]]
+name = "stopped 4 to 8 s after its creation"
+kind = "job_replica_exit"
+job = "batch"
+step = "run"
+since = "created"
+exit_code = 143
+min = 4
+max = 8
+
+[[checks]]
+name = "stopped 4 to 8 s after its execution's start"
+kind = "job_replica_exit"
+job = "batch"
+step = "run"
+since = "execution"
+exit_code = 143
+min = 4
+max = 8
+
+[[checks]]
+name = "stopped 4 to 8 s after its start"
+kind = "job_replica_exit"
+job = "batch"
+step = "run"
+exit_code = 143
+min = 4
+max = 8
+
+[[checks]]
 name = "exits 1 within 5 s"
 kind = "job_replica_exit"
 job = "batch"
@@ -114,6 +146,15 @@ fn pack(reps: &[Rep], ticks: &[(f64, &str, &str)]) -> Analysis {
     let mut rows = Vec::new();
     let mut lines = samples(ticks);
     for r in reps {
+        if let Some(c) = r.created_s {
+            rows.push(system_row(
+                c,
+                r.exec,
+                r.name,
+                "PullingImage",
+                "Pulling image 'probelab/subject:dev'",
+            ));
+        }
         rows.push(system_row(
             r.start_s,
             r.exec,
@@ -164,6 +205,7 @@ fn failing(n: usize, run_s: f64, code: i64) -> Vec<Rep> {
             Rep {
                 exec: "batch-a",
                 name: NAMES[i],
+                created_s: None,
                 start_s: start,
                 sigterm_s: None,
                 end_s: start + run_s,
@@ -233,6 +275,7 @@ fn a_kill_is_timed_from_the_replicas_own_sigterm_line() {
         vec![Rep {
             exec: "batch-a",
             name: "batch-a-1",
+            created_s: None,
             start_s: 1.5,
             sigterm_s: sigterm,
             end_s: end,
@@ -262,10 +305,69 @@ fn a_kill_is_timed_from_the_replicas_own_sigterm_line() {
 }
 
 #[test]
+fn a_timeout_is_timed_from_the_replicas_creation_or_its_executions_start() {
+    // Created at 2 s, its container started 1.5 s later (a loaded machine), stopped at `end`.
+    let one = |end: f64| Rep {
+        exec: "batch-a",
+        name: "batch-a-1",
+        created_s: Some(2.0),
+        start_s: 3.5,
+        sigterm_s: None,
+        end_s: end,
+        code: 143,
+    };
+    let st = &[(2.5, "batch-a", "Running"), (30.0, "batch-a", "Failed")];
+    let (created, execution, start) = (
+        "stopped 4 to 8 s after its creation",
+        "stopped 4 to 8 s after its execution's start",
+        "stopped 4 to 8 s after its start",
+    );
+    for (end, want) in [
+        (7.0, Status::Pass),  // 5 s after its creation
+        (6.0, Status::Pass),  // 4 s: the lower bound
+        (10.0, Status::Pass), // 8 s: the upper bound
+        (5.9, Status::Fail),  // 3.9 s
+        (10.1, Status::Fail), // 8.1 s
+    ] {
+        let a = pack(&[one(end)], st);
+        assert_eq!(status(&a, created), want, "end {end}");
+        // The execution's first row is this replica's: the same instant.
+        assert_eq!(status(&a, execution), want, "end {end}");
+    }
+    // Timed from its ContainerStarted row, the stop at 5 s reads 3.5 s: the bound fails.
+    let a = pack(&[one(7.0)], st);
+    assert_eq!(status(&a, start), Status::Fail);
+    // A retry created at 8 s and stopped at 13 s: 5 s after its own creation, but 11 s after
+    // its execution's start, so an execution-wide deadline did not stop it.
+    let retry = Rep {
+        name: "batch-a-2",
+        created_s: Some(8.0),
+        start_s: 8.5,
+        end_s: 13.0,
+        ..one(7.0)
+    };
+    let a = pack(&[one(7.0), retry], st);
+    assert_eq!(status(&a, created), Status::Pass);
+    assert_eq!(status(&a, execution), Status::Fail);
+    let g = a
+        .gates
+        .iter()
+        .find(|g| g.name == format!("check:{execution}"))
+        .unwrap();
+    assert!(
+        g.detail
+            .contains("batch-a-2 ended 11.000 s after its execution's start"),
+        "{}",
+        g.detail
+    );
+}
+
+#[test]
 fn executions_at_once_are_counted_from_their_rows_on_both_sides() {
     let exec = |exec: &'static str, name: &'static str, start_s: f64, end_s: f64| Rep {
         exec,
         name,
+        created_s: None,
         start_s,
         sigterm_s: None,
         end_s,

@@ -501,7 +501,7 @@ pub struct Check {
 pub const FINAL_EXECUTION_STATUSES: &[&str] = &["Succeeded", "Failed", "Stopped"];
 
 /// `job_replica_exit`'s `since` values.
-pub const REPLICA_EXIT_SINCE: &[&str] = &["start", "sigterm"];
+pub const REPLICA_EXIT_SINCE: &[&str] = &["start", "created", "execution", "sigterm"];
 
 /// The fewest requests a window needs for `error_rate_between` to judge it, by default: at 100
 /// requests one error moves the rate by 1 %, the coarsest step a tolerance of ±0.5 % can read.

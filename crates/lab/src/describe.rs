@@ -404,6 +404,8 @@ fn job_check_text(c: &Check) -> String {
         CheckKind::JobReplicaExit => {
             let since = match c.since.as_deref() {
                 Some("sigterm") => "its SIGTERM",
+                Some("created") => "its creation",
+                Some("execution") => "its execution's start",
                 _ => "its start",
             };
             let code = c

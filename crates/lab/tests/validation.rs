@@ -1333,7 +1333,7 @@ fn manual_and_scheduled_jobs_load_without_apps_and_their_mistakes_are_named() {
         ),
         (
             batch_lab("manual = {}", &bad_since),
-            "checks[1].since (check \"killed\"): \"stop\" is not one of start, sigterm",
+            "checks[1].since (check \"killed\"): \"stop\" is not one of start, created, execution, sigterm",
         ),
         (
             batch_lab("manual = {}", &BATCH_CHECKS.replace("min = 29", "min = 33")),

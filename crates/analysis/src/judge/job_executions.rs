@@ -22,6 +22,9 @@ use crate::ts::{iso_ms, parse_ms};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Replica {
     pub name: String,
+    /// Its first row (localplane's `PullingImage`): the replica exists, its `replicaTimeout`
+    /// counts from here, as a pod's `activeDeadlineSeconds` counts from the pod's start.
+    pub created_ms: Option<i64>,
     /// Its `ContainerStarted` row.
     pub started_ms: Option<i64>,
     /// Its `DeadlineExceeded` row (its own `replicaTimeout`).
@@ -175,6 +178,7 @@ pub fn executions(acc: &Acc, job: &str) -> Vec<Execution> {
                 &mut e.replicas[last]
             }
         };
+        rep.created_ms.get_or_insert(r.ts_ms);
         match r.reason.as_str() {
             "ContainerStarted" => {
                 rep.started_ms.get_or_insert(r.ts_ms);

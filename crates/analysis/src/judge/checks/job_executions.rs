@@ -5,8 +5,8 @@
 //!   replicas). When ARM and the rows disagree on how one ended, the check is not evaluated and
 //!   says so: the verdict does not rest on one source against the other.
 //! - `job_replica_exit`: every replica started in scope ended (`ContainerTerminated`) with
-//!   `exit_code` when given, within `[min, max]` s of `since` (its `ContainerStarted` row, or its
-//!   own `SIGTERM_RECEIVED` line).
+//!   `exit_code` when given, within `[min, max]` s of `since` (its `ContainerStarted` row, its
+//!   first row, its execution's first row, or its own `SIGTERM_RECEIVED` line).
 //! - `job_executions_at_once`: the executions started in scope that ran at once, by their rows,
 //!   within `[min, max]`; ARM's most `Running` at one tick is reported beside it.
 //!
@@ -156,22 +156,25 @@ struct ReplicaEnd {
     ok: bool,
 }
 
-/// Judges replica `r` of `job`: timed from `since`, ended within `[min, max]` s with the code.
+/// Judges replica `r` of execution `e`: timed from `since`, ended within `[min, max]` s with
+/// the code.
 fn replica_end(
     c: &Check,
     acc: &Acc,
-    r: &job_executions::Replica,
-    (since, min, max): (&str, f64, f64),
+    (e, r): (&Execution, &job_executions::Replica),
+    (since, min, max): (Since, f64, f64),
 ) -> ReplicaEnd {
     let job = c.job.as_deref().unwrap_or("?");
     let t0 = match since {
-        "sigterm" => acc
+        Since::Sigterm => acc
             .subject
             .iter()
             .filter(|s| s.app == job && s.replica == r.name)
             .find(|s| s.event == SubjectEvent::SigtermReceived)
             .map(|s| s.ts.epoch_ms()),
-        _ => r.started_ms,
+        Since::Start => r.started_ms,
+        Since::Created => r.created_ms,
+        Since::Execution => e.first_row_ms,
     };
     let fail = |line: String| ReplicaEnd {
         line,
@@ -179,26 +182,89 @@ fn replica_end(
         ok: false,
     };
     match (t0, r.ended_ms) {
-        (None, _) if since == "sigterm" => fail(format!("{} logged no SIGTERM_RECEIVED", r.name)),
-        (None, _) => fail(format!("{} has no ContainerStarted row", r.name)),
+        (None, _) => fail(format!("{} {}", r.name, since.missing())),
         (Some(_), None) => fail(format!("{} has no ContainerTerminated row", r.name)),
         (Some(a), Some(b)) => {
             let s = (b - a) as f64 / 1000.0;
             let code_ok = c.exit_code.is_none_or(|x| r.exit_code == Some(x));
             ReplicaEnd {
                 line: format!(
-                    "{} ended {s:.3} s after its {} with exit code {}",
+                    "{} ended {s:.3} s after {} with exit code {}",
                     r.name,
-                    if since == "sigterm" {
-                        "SIGTERM"
-                    } else {
-                        "start"
-                    },
+                    since.short(),
                     r.exit_code.map_or("?".to_owned(), |x| x.to_string())
                 ),
                 took_s: Some(s),
                 ok: code_ok && s >= min && s <= max,
             }
+        }
+    }
+}
+
+/// What `job_replica_exit` times a replica's end from (the lab's `since`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Since {
+    /// Its `ContainerStarted` row (`start`, the default).
+    Start,
+    /// Its first row (`created`): when its `replicaTimeout` starts counting.
+    Created,
+    /// Its execution's first row (`execution`): when an execution-wide deadline starts.
+    Execution,
+    /// Its own `SIGTERM_RECEIVED` line (`sigterm`).
+    Sigterm,
+}
+
+impl Since {
+    fn parse(s: Option<&str>) -> Result<Self, Eval> {
+        match s.unwrap_or("start") {
+            "start" => Ok(Since::Start),
+            "created" => Ok(Since::Created),
+            "execution" => Ok(Since::Execution),
+            "sigterm" => Ok(Since::Sigterm),
+            other => Err(invalid(format!(
+                "job_replica_exit's `since` {other:?} is not one of {}",
+                lab::checks::REPLICA_EXIT_SINCE.join(", ")
+            ))),
+        }
+    }
+
+    /// The lab file's word for it.
+    fn key(self) -> &'static str {
+        match self {
+            Since::Start => "start",
+            Since::Created => "created",
+            Since::Execution => "execution",
+            Since::Sigterm => "sigterm",
+        }
+    }
+
+    /// The instant in words, for the check's detail.
+    fn words(self) -> &'static str {
+        match self {
+            Since::Start => "its ContainerStarted row",
+            Since::Created => "its first row (the replica created)",
+            Since::Execution => "its execution's first row",
+            Since::Sigterm => "its SIGTERM_RECEIVED line",
+        }
+    }
+
+    /// The instant in a replica's line.
+    fn short(self) -> &'static str {
+        match self {
+            Since::Start => "its start",
+            Since::Created => "its creation",
+            Since::Execution => "its execution's start",
+            Since::Sigterm => "its SIGTERM",
+        }
+    }
+
+    /// Why a replica cannot be timed from it.
+    fn missing(self) -> &'static str {
+        match self {
+            Since::Start => "has no ContainerStarted row",
+            Since::Created => "has no row before its end",
+            Since::Execution => "belongs to an execution without rows",
+            Since::Sigterm => "logged no SIGTERM_RECEIVED",
         }
     }
 }
@@ -209,7 +275,10 @@ pub(super) fn replica_exit(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
         return invalid("job_replica_exit needs `max` (seconds)");
     };
     let min = c.min.unwrap_or(0.0);
-    let since = c.since.as_deref().unwrap_or("start");
+    let since = match Since::parse(c.since.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
     let InScope {
         executions: ex,
         what,
@@ -221,8 +290,8 @@ pub(super) fn replica_exit(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
     let job = c.job.as_deref().unwrap_or("?");
     let ends: Vec<ReplicaEnd> = ex
         .iter()
-        .flat_map(|e| e.replicas.iter())
-        .map(|r| replica_end(c, acc, r, (since, min, max)))
+        .flat_map(|e| e.replicas.iter().map(move |r| (e, r)))
+        .map(|er| replica_end(c, acc, er, (since, min, max)))
         .collect();
     let wrong: Vec<&str> = ends
         .iter()
@@ -234,11 +303,7 @@ pub(super) fn replica_exit(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
         .exit_code
         .map(|x| format!(" with exit code {x}"))
         .unwrap_or_default();
-    let since_words = if since == "sigterm" {
-        "its SIGTERM_RECEIVED line"
-    } else {
-        "its ContainerStarted row"
-    };
+    let since_words = since.words();
     let expect = if c.min.is_some() {
         format!("{code} {min} to {max} s after {since_words}")
     } else {
@@ -269,7 +334,7 @@ pub(super) fn replica_exit(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
             "replicas": n,
             "not_as_expected": wrong.len(),
             "exit_code": c.exit_code,
-            "since": since,
+            "since": since.key(),
             "min_s": min,
             "max_s": max,
         }),
