@@ -30,6 +30,8 @@
 //!   `judge`, `render`), no layer names one above it.
 //! - [`Rule::DocumentLength`] ([`documents`]): README.md and docs/ARCHITECTURE.md stay within
 //!   their lengths (15,000 and 30,000 characters).
+//! - [`Rule::NextestAlone`] ([`nextest`]): `.config/nextest.toml`'s one override that takes
+//!   every test thread and `scripts/test.sh`'s `alone` phase name the same tests.
 
 pub mod architecture;
 pub mod cycles;
@@ -41,6 +43,7 @@ pub mod layers;
 pub mod lexer;
 pub mod long_fns;
 pub mod long_modules;
+pub mod nextest;
 pub mod source;
 pub mod tree;
 
@@ -65,12 +68,13 @@ pub enum Rule {
     LongModule,
     ArchitectureTable,
     DocumentLength,
+    NextestAlone,
 }
 
 impl Rule {
     /// Every rule, in the order docs/ARCHITECTURE.md's table lists them. [`Rule::name`]'s
     /// exhaustive match is what a new rule must be added to first.
-    pub const ALL: [Rule; 13] = [
+    pub const ALL: [Rule; 14] = [
         Rule::DependencyDirection,
         Rule::Anyhow,
         Rule::StringError,
@@ -84,6 +88,7 @@ impl Rule {
         Rule::LongModule,
         Rule::ArchitectureTable,
         Rule::DocumentLength,
+        Rule::NextestAlone,
     ];
 
     /// The rule's name as reports and docs/ARCHITECTURE.md print it.
@@ -102,6 +107,7 @@ impl Rule {
             Rule::LongModule => "LongModule",
             Rule::ArchitectureTable => "ArchitectureTable",
             Rule::DocumentLength => "DocumentLength",
+            Rule::NextestAlone => "NextestAlone",
         }
     }
 }
@@ -158,6 +164,7 @@ pub fn check(root: &Path) -> Result<Vec<Violation>, TidyError> {
     found.extend(long_modules::check(&ws));
     found.extend(architecture::check(&ws));
     found.extend(documents::check(&ws));
+    found.extend(nextest::check(&ws));
     found.sort_by(|a, b| (&a.path, a.line, a.rule).cmp(&(&b.path, b.line, b.rule)));
     Ok(found)
 }

@@ -18,6 +18,10 @@ pub struct Workspace {
     pub architecture: Option<String>,
     /// README.md as text, `None` when the tree has none.
     pub readme: Option<String>,
+    /// `.config/nextest.toml` as text, `None` when the tree has none.
+    pub nextest_config: Option<String>,
+    /// `scripts/test.sh` as text, `None` when the tree has none.
+    pub test_script: Option<String>,
 }
 
 /// One member crate.
@@ -77,12 +81,9 @@ impl Workspace {
         } else {
             None
         };
-        let readme_path = root.join("README.md");
-        let readme = if readme_path.is_file() {
-            Some(read(&readme_path)?)
-        } else {
-            None
-        };
+        let readme = read_if_file(&root.join("README.md"))?;
+        let nextest_config = read_if_file(&root.join(crate::nextest::CONFIG))?;
+        let test_script = read_if_file(&root.join(crate::nextest::SCRIPT))?;
         Ok(Workspace {
             root: root.to_path_buf(),
             manifest_text,
@@ -90,11 +91,22 @@ impl Workspace {
             crates,
             architecture,
             readme,
+            nextest_config,
+            test_script,
         })
     }
 
     pub fn crate_named(&self, name: &str) -> Option<&Crate> {
         self.crates.iter().find(|c| c.name == name)
+    }
+}
+
+/// The text of `path`, `None` when there is no such file.
+fn read_if_file(path: &Path) -> Result<Option<String>, TidyError> {
+    if path.is_file() {
+        read(path).map(Some)
+    } else {
+        Ok(None)
     }
 }
 

@@ -720,3 +720,69 @@ fn a_listed_layer_the_crate_lacks_fails() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].message.contains("`render`"), "{found:?}");
 }
+
+const NEXTEST: &str = r#"[profile.default]
+test-threads = 4
+
+[[profile.default.overrides]]
+filter = 'binary(latency) | (package(core) & test(/^cadence/))'
+threads-required = "num-test-threads"
+priority = 100
+
+[[profile.default.overrides]]
+filter = 'all()'
+test-group = 'light'
+"#;
+
+const TEST_SH: &str = "#!/usr/bin/env bash\n\
+ALONE='binary(latency) | (package(core) &  test(/^cadence/))'\n\
+cargo nextest run -E \"$ALONE\"\n";
+
+#[test]
+fn the_alone_filter_in_nextest_toml_and_test_sh_agree_or_it_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    clean_tree(dir.path());
+    write(dir.path(), ".config/nextest.toml", NEXTEST);
+    write(dir.path(), "scripts/test.sh", TEST_SH);
+    assert_eq!(
+        check(dir.path()),
+        vec![],
+        "the same filter, wrapped differently"
+    );
+    // A test added to the config's ALONE list only.
+    let found = planted(Rule::NextestAlone, |root| {
+        write(
+            root,
+            ".config/nextest.toml",
+            &NEXTEST.replace("binary(latency) |", "binary(latency) | binary(rollout) |"),
+        );
+        write(root, "scripts/test.sh", TEST_SH);
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].path, Path::new("scripts/test.sh"));
+    assert!(found[0].message.contains("binary(rollout)"), "{found:?}");
+    // The script without the line.
+    planted(Rule::NextestAlone, |root| {
+        write(root, ".config/nextest.toml", NEXTEST);
+        write(root, "scripts/test.sh", "cargo nextest run\n");
+    });
+    // Two overrides taking every thread: the script cannot repeat one filter.
+    let two = format!(
+        "{NEXTEST}\n[[profile.default.overrides]]\nfilter = 'binary(other)'\n\
+         threads-required = \"num-test-threads\"\n"
+    );
+    let found = planted(Rule::NextestAlone, |root| {
+        write(root, ".config/nextest.toml", &two);
+        write(root, "scripts/test.sh", TEST_SH);
+    });
+    assert!(found[0].message.contains("2 overrides"), "{found:?}");
+    // The script names an ALONE filter the config has no override for.
+    planted(Rule::NextestAlone, |root| {
+        write(
+            root,
+            ".config/nextest.toml",
+            "[profile.default]\ntest-threads = 4\n",
+        );
+        write(root, "scripts/test.sh", TEST_SH);
+    });
+}
