@@ -92,6 +92,16 @@ impl Action {
         }
     }
 
+    /// The kind of the record the run writes when it undoes the action after `restore_after`
+    /// (`dependency-restore`, `simulate-reset`); `None` for an action with nothing to undo.
+    pub fn restore_kind(&self) -> Option<&'static str> {
+        match self {
+            Action::Dependency { .. } => Some("dependency-restore"),
+            Action::Simulate { .. } => Some("simulate-reset"),
+            _ => None,
+        }
+    }
+
     /// The app the action targets (`None` for a job action).
     pub fn app(&self) -> Option<&str> {
         Some(match self {

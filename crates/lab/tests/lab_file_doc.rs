@@ -140,7 +140,18 @@ fn action_keys(a: &Action) -> (String, BTreeSet<String>) {
     let obj = v.as_object().expect("an object");
     let kind = obj["kind"].as_str().expect("a kind").to_owned();
     assert_eq!(kind, a.kind(), "Action::kind() is the tag the file writes");
-    let keys = obj.keys().filter(|k| *k != "kind").cloned().collect();
+    let keys: BTreeSet<String> = obj.keys().filter(|k| *k != "kind").cloned().collect();
+    // An action the run undoes (it takes `restore_after`) records its undoing under a kind of
+    // its own; no other action has one.
+    assert_eq!(
+        a.restore_kind().is_some(),
+        keys.contains("restore_after"),
+        "{kind}: restore_kind {:?}",
+        a.restore_kind()
+    );
+    if let Some(r) = a.restore_kind() {
+        assert!(r.starts_with(&format!("{kind}-")), "{r} names {kind}");
+    }
     (kind, keys)
 }
 

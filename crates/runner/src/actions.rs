@@ -47,6 +47,26 @@ pub const SATURATE_LIMIT: Duration = Duration::from_secs(900);
 /// Per-request timeout of the short admin calls.
 pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// The event an action record belongs to: its number in the run and its record kinds, both
+/// from the lab's [`Action`] (`Action::kind`, `Action::restore_kind`), so a record's `kind` is
+/// always the lab file's word for the action.
+#[derive(Clone, Copy)]
+struct Event {
+    n: u32,
+    kind: &'static str,
+    restore_kind: Option<&'static str>,
+}
+
+impl Event {
+    /// The same event, recorded as the action's restore (its own kind when it has none).
+    fn restore(self) -> Event {
+        Event {
+            kind: self.restore_kind.unwrap_or(self.kind),
+            ..self
+        }
+    }
+}
+
 /// Performs actions against one target.
 pub struct Actor {
     pub target: Arc<Target>,
@@ -89,10 +109,15 @@ impl Actor {
         cancel: CancellationToken,
     ) -> Vec<ActionRecord> {
         let app = action.target().to_owned();
+        let ev = Event {
+            n: event,
+            kind: action.kind(),
+            restore_kind: action.restore_kind(),
+        };
         match action {
-            Action::Rollout { .. } => vec![self.rollout(event, &app).await],
-            Action::SetEnv { env, .. } => vec![self.set_env(event, &app, env).await],
-            Action::Restart { .. } => vec![self.restart_action(event, &app).await],
+            Action::Rollout { .. } => vec![self.rollout(ev, &app).await],
+            Action::SetEnv { env, .. } => vec![self.set_env(ev, &app, env).await],
+            Action::Restart { .. } => vec![self.restart_action(ev, &app).await],
             Action::Dependency {
                 healthy,
                 delay_ms,
@@ -101,7 +126,7 @@ impl Actor {
                 ..
             } => {
                 let body = dependency_body(healthy, delay_ms, fail_rate);
-                self.dependency(event, &app, body, restore_after.as_deref(), &cancel)
+                self.dependency(ev, &app, body, restore_after.as_deref(), &cancel)
                     .await
             }
             Action::Simulate {
@@ -109,33 +134,33 @@ impl Actor {
                 restore_after,
                 ..
             } => {
-                self.simulate(event, &app, &mode, restore_after.as_deref(), &cancel)
+                self.simulate(ev, &app, &mode, restore_after.as_deref(), &cancel)
                     .await
             }
-            Action::Saturate { path, .. } => vec![self.saturate(event, &app, &path, &cancel).await],
+            Action::Saturate { path, .. } => vec![self.saturate(ev, &app, &path, &cancel).await],
             Action::Revision {
                 suffix,
                 env,
                 traffic,
                 ..
-            } => vec![self.revision(event, &app, &suffix, env, &traffic).await],
-            Action::Traffic { traffic, .. } => vec![self.traffic(event, &app, &traffic).await],
+            } => vec![self.revision(ev, &app, &suffix, env, &traffic).await],
+            Action::Traffic { traffic, .. } => vec![self.traffic(ev, &app, &traffic).await],
             Action::Deactivate { revision, .. } => {
-                vec![self.deactivate(event, &app, &revision).await]
+                vec![self.deactivate(ev, &app, &revision).await]
             }
-            Action::Maintenance { .. } => vec![self.maintenance(event, &app).await],
-            Action::Enqueue { items, .. } => vec![self.enqueue(event, &app, items).await],
-            Action::JobStart { job } => vec![self.job_start(event, &job).await],
-            Action::JobStop { job } => vec![self.job_stop(event, &job).await],
+            Action::Maintenance { .. } => vec![self.maintenance(ev, &app).await],
+            Action::Enqueue { items, .. } => vec![self.enqueue(ev, &app, items).await],
+            Action::JobStart { job } => vec![self.job_start(ev, &job).await],
+            Action::JobStop { job } => vec![self.job_stop(ev, &job).await],
         }
     }
 
     /// `job-start`: one execution of `job`, as `az containerapp job start` starts it.
-    async fn job_start(&self, event: u32, job: &str) -> ActionRecord {
+    async fn job_start(&self, ev: Event, job: &str) -> ActionRecord {
         let t = &self.target;
         let mut started = Vec::new();
         let mut rec = self
-            .timed(event, "job-start", job, async {
+            .timed(ev, job, async {
                 let e = t.arm.start_job(&t.scope, job, None).await?;
                 started.push(e.name.clone());
                 Ok::<_, ActionFailure>((None, format!("execution {} started", e.name)))
@@ -146,11 +171,11 @@ impl Actor {
     }
 
     /// `job-stop`: every running execution of `job` stopped, one stop call each.
-    async fn job_stop(&self, event: u32, job: &str) -> ActionRecord {
+    async fn job_stop(&self, ev: Event, job: &str) -> ActionRecord {
         let t = &self.target;
         let mut stopped = Vec::new();
         let mut rec = self
-            .timed(event, "job-stop", job, async {
+            .timed(ev, job, async {
                 let running: Vec<String> = t
                     .arm
                     .list_executions(&t.scope, job)
@@ -181,10 +206,10 @@ impl Actor {
     }
 
     /// `rollout`: the app's next `ROLLOUT_GENERATION` on its container (a new revision).
-    async fn rollout(&self, event: u32, app: &str) -> ActionRecord {
+    async fn rollout(&self, ev: Event, app: &str) -> ActionRecord {
         let generation = self.next_generation(app);
         let env = [("ROLLOUT_GENERATION".to_owned(), generation.to_string())];
-        self.timed(event, "rollout", app, async {
+        self.timed(ev, app, async {
             self.patch_env(app, &env)
                 .await
                 .map(|rev| (None, format!("ROLLOUT_GENERATION={generation}: {rev}")))
@@ -193,9 +218,9 @@ impl Actor {
     }
 
     /// `set-env`: the given env on the app's container (a new revision).
-    async fn set_env(&self, event: u32, app: &str, env: BTreeMap<String, String>) -> ActionRecord {
+    async fn set_env(&self, ev: Event, app: &str, env: BTreeMap<String, String>) -> ActionRecord {
         let pairs: Vec<(String, String)> = env.into_iter().collect();
-        self.timed(event, "set-env", app, async {
+        self.timed(ev, app, async {
             let names: Vec<&str> = pairs.iter().map(|(k, _)| k.as_str()).collect();
             self.patch_env(app, &pairs)
                 .await
@@ -208,7 +233,7 @@ impl Actor {
     /// (when given) in the same PATCH, so the new revision never holds weight it was not given.
     async fn revision(
         &self,
-        event: u32,
+        ev: Event,
         app: &str,
         suffix: &str,
         env: BTreeMap<String, String>,
@@ -217,7 +242,7 @@ impl Actor {
         let t = &self.target;
         let weights = lab::arm_body::traffic_weights(app, traffic);
         let split = lab::describe::traffic_text(app, traffic);
-        self.timed(event, "revision", app, async {
+        self.timed(ev, app, async {
             let edit = |template: &mut arm::models::Template| {
                 set_app_container_env(template, app, env.iter())?;
                 template.revision_suffix = Some(suffix.to_owned());
@@ -247,14 +272,14 @@ impl Actor {
     /// `traffic`: the app's `ingress.traffic` replaced in one PATCH.
     async fn traffic(
         &self,
-        event: u32,
+        ev: Event,
         app: &str,
         traffic: &[lab::schema::TrafficEntry],
     ) -> ActionRecord {
         let t = &self.target;
         let weights = lab::arm_body::traffic_weights(app, traffic);
         let split = lab::describe::traffic_text(app, traffic);
-        self.timed(event, "traffic", app, async {
+        self.timed(ev, app, async {
             t.arm.set_app_traffic(&t.scope, app, weights).await?;
             Ok::<_, ActionFailure>((None, format!("traffic {split}")))
         })
@@ -262,10 +287,10 @@ impl Actor {
     }
 
     /// `deactivate`: the revision `<app>--<suffix>` deactivated.
-    async fn deactivate(&self, event: u32, app: &str, suffix: &str) -> ActionRecord {
+    async fn deactivate(&self, ev: Event, app: &str, suffix: &str) -> ActionRecord {
         let t = &self.target;
         let rev = lab::arm_body::revision_name(app, suffix);
-        self.timed(event, "deactivate", app, async {
+        self.timed(ev, app, async {
             t.arm.deactivate_revision(&t.scope, app, &rev).await?;
             Ok::<_, ActionFailure>((None, format!("deactivated {rev}")))
         })
@@ -275,9 +300,9 @@ impl Actor {
     /// `maintenance`: localplane's platform maintenance of the app (its admin API, a
     /// long-running operation that ends when the last replacement is ready); the detail names
     /// the form and the replicas moved.
-    async fn maintenance(&self, event: u32, app: &str) -> ActionRecord {
+    async fn maintenance(&self, ev: Event, app: &str) -> ActionRecord {
         let t = &self.target;
-        self.timed(event, "maintenance", app, async {
+        self.timed(ev, app, async {
             if t.kind != TargetKind::Local {
                 return Err(ActionFailure::from(
                     "platform maintenance is localplane's admin action: Container Apps starts \
@@ -301,10 +326,10 @@ impl Actor {
 
     /// `enqueue`: `POST /queue?items=N` on the app; the record keeps the ids the queue answered
     /// (sent once: a POST that timed out may have added items, so it is not repeated).
-    async fn enqueue(&self, event: u32, app: &str, items: u64) -> ActionRecord {
+    async fn enqueue(&self, ev: Event, app: &str, items: u64) -> ActionRecord {
         let mut ids = Vec::new();
         let mut rec = self
-            .timed(event, "enqueue", app, async {
+            .timed(ev, app, async {
                 let path = format!("/queue?items={items}");
                 let (status, body) = self
                     .request(Method::POST, app, &path, None, ADMIN_TIMEOUT)
@@ -349,8 +374,8 @@ impl Actor {
     }
 
     /// `restart`: a revision restart of the revision with the traffic.
-    async fn restart_action(&self, event: u32, app: &str) -> ActionRecord {
-        self.timed(event, "restart", app, async {
+    async fn restart_action(&self, ev: Event, app: &str) -> ActionRecord {
+        self.timed(ev, app, async {
             self.restart(app)
                 .await
                 .map(|rev| (None, format!("restarted {rev}")))
@@ -362,14 +387,14 @@ impl Actor {
     /// `restore_after` (when given) the healthy dependency posted back.
     async fn dependency(
         &self,
-        event: u32,
+        ev: Event,
         app: &str,
         body: Value,
         restore_after: Option<&str>,
         cancel: &CancellationToken,
     ) -> Vec<ActionRecord> {
         let mut out = vec![
-            self.timed(event, "dependency", app, async {
+            self.timed(ev, app, async {
                 self.post(app, "/admin/dependency", Some(&body), ADMIN_TIMEOUT)
                     .await
                     .map(|(s, _)| (Some(s), body.to_string()))
@@ -380,7 +405,7 @@ impl Actor {
             self.wait_restore(after, cancel).await;
             let restore = json!({"healthy": true, "delay_ms": 0, "fail_rate": 0.0});
             out.push(
-                self.timed(event, "dependency-restore", app, async {
+                self.timed(ev.restore(), app, async {
                     self.post(app, "/admin/dependency", Some(&restore), ADMIN_TIMEOUT)
                         .await
                         .map(|(s, _)| (Some(s), restore.to_string()))
@@ -395,7 +420,7 @@ impl Actor {
     /// `POST /simulate/reset`.
     async fn simulate(
         &self,
-        event: u32,
+        ev: Event,
         app: &str,
         mode: &str,
         restore_after: Option<&str>,
@@ -403,7 +428,7 @@ impl Actor {
     ) -> Vec<ActionRecord> {
         let path = format!("/simulate/{mode}");
         let mut out = vec![
-            self.timed(event, "simulate", app, async {
+            self.timed(ev, app, async {
                 self.post(app, &path, None, ADMIN_TIMEOUT)
                     .await
                     .map(|(s, _)| (Some(s), path.clone()))
@@ -413,7 +438,7 @@ impl Actor {
         if let Some(after) = restore_after {
             self.wait_restore(after, cancel).await;
             out.push(
-                self.timed(event, "simulate-reset", app, async {
+                self.timed(ev.restore(), app, async {
                     self.post(app, "/simulate/reset", None, ADMIN_TIMEOUT)
                         .await
                         .map(|(s, _)| (Some(s), "/simulate/reset".to_owned()))
@@ -427,12 +452,12 @@ impl Actor {
     /// `saturate`: one blocking `GET <path>` to the app, waited for up to [`SATURATE_LIMIT`].
     async fn saturate(
         &self,
-        event: u32,
+        ev: Event,
         app: &str,
         path: &str,
         cancel: &CancellationToken,
     ) -> ActionRecord {
-        self.timed(event, "saturate", app, async {
+        self.timed(ev, app, async {
             tokio::select! {
                 r = self.request(Method::GET, app, path, None, SATURATE_LIMIT) => {
                     r.map(|(s, body)| (Some(s), format!("GET {path}: {}", truncate(&body, 200))))
@@ -453,7 +478,7 @@ impl Actor {
 
     /// Runs `f`, timing it; `Ok((status, detail))` is `ok` when the status (if any) is 2xx/3xx;
     /// a failure keeps its HTTP status and ARM error code.
-    async fn timed<F, E>(&self, event: u32, kind: &str, app: &str, f: F) -> ActionRecord
+    async fn timed<F, E>(&self, ev: Event, app: &str, f: F) -> ActionRecord
     where
         F: std::future::Future<Output = Result<(Option<u16>, String), E>>,
         E: Into<ActionFailure>,
@@ -468,8 +493,8 @@ impl Actor {
             Err(f) => ("failed", f.status, f.code, f.detail),
         };
         ActionRecord {
-            event,
-            kind: kind.to_owned(),
+            event: ev.n,
+            kind: ev.kind.to_owned(),
             app: app.to_owned(),
             ts,
             outcome: outcome.to_owned(),
