@@ -4,9 +4,10 @@
 //! into them, and `lab` renders a lab's apps as them.
 //!
 //! Shapes follow the Microsoft.App REST specification (`api-version` 2024-03-01 and later):
-//! `containerApps` (`app`), `revisions` and `replicas` (`revision`), `jobs` and `executions`
-//! (`job`); this root holds the enums, list pages, errors and operation status. Two rules make them safe to
-//! round-trip against a service that is newer than this code:
+//! `containerApps` (`app`), `managedEnvironments` (`environment`), `revisions` and `replicas`
+//! (`revision`), `jobs` and `executions` (`job`); this root holds the enums, list pages, errors
+//! and operation status. Two rules make them safe to round-trip against a service that is newer
+//! than this code:
 //!
 //! - **Unknown fields are kept.** Every object carries an `extra` map (`#[serde(flatten)]`), so a
 //!   GET followed by a PATCH of the whole template sends back what we did not model (init
@@ -172,10 +173,12 @@ pub struct Page<T> {
 }
 
 mod app;
+mod environment;
 mod job;
 mod revision;
 
 pub use app::*;
+pub use environment::*;
 pub use job::*;
 pub use revision::*;
 

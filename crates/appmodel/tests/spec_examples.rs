@@ -272,3 +272,47 @@ fn probes_round_trip() {
     assert_eq!(parsed.probes[1].tcp_socket.as_ref().unwrap().port, 8080);
     assert_eq!(parsed.env[1].secret_ref.as_deref(), Some("key"));
 }
+
+/// An environment GET body in the spec's shape (`ManagedEnvironment`, `ManagedEnvironments.json`
+/// of 2024-03-01; our own values): the three members localplane answers are typed, the rest
+/// (workload profiles, VNet, KEDA and Dapr versions, ...) kept as sent.
+#[test]
+fn a_managed_environment_body_round_trips_with_its_unmodelled_members() {
+    let body = serde_json::json!({
+        "id": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.App/managedEnvironments/env",
+        "name": "env",
+        "type": "Microsoft.App/managedEnvironments",
+        "location": "West Europe",
+        "tags": {"team": "lab"},
+        "properties": {
+            "provisioningState": "Succeeded",
+            "deploymentErrors": null,
+            "defaultDomain": "env.westeurope.azurecontainerapps.io",
+            "staticIp": "10.0.0.4",
+            "zoneRedundant": false,
+            "vnetConfiguration": {"infrastructureSubnetId": "/subscriptions/x/subnets/s"},
+            "workloadProfiles": [
+                {"name": "Consumption", "workloadProfileType": "Consumption"},
+                {"name": "d4", "workloadProfileType": "D4", "minimumCount": 1, "maximumCount": 3}
+            ],
+            "kedaConfiguration": {"version": "2.12.0"},
+            "daprConfiguration": {"version": "1.12.5"},
+            "peerAuthentication": {"mtls": {"enabled": false}}
+        }
+    });
+    let env: ManagedEnvironment = assert_lossless(&body);
+    assert_eq!(env.name.as_deref(), Some("env"));
+    assert_eq!(
+        env.kind.as_deref(),
+        Some("Microsoft.App/managedEnvironments")
+    );
+    let p = &env.properties;
+    assert_eq!(p.provisioning_state.as_deref(), Some("Succeeded"));
+    assert_eq!(
+        p.default_domain.as_deref(),
+        Some("env.westeurope.azurecontainerapps.io")
+    );
+    assert_eq!(p.static_ip.as_deref(), Some("10.0.0.4"));
+    assert_eq!(p.extra["workloadProfiles"][1]["maximumCount"], 3);
+    assert!(p.extra.contains_key("kedaConfiguration"));
+}

@@ -120,20 +120,7 @@ fn job_value(j: &crate::job::Job) -> Value {
 
 /// An environment as its GET answers it.
 pub(crate) fn env_json(e: &EnvRes) -> Value {
-    let mut props = e.properties.clone();
-    if let Some(p) = props.as_object_mut() {
-        p.insert("provisioningState".into(), json!("Succeeded"));
-        p.insert("defaultDomain".into(), json!(crate::plane::DEFAULT_DOMAIN));
-        p.insert("staticIp".into(), json!("127.0.0.1"));
-    }
-    json!({
-        "id": format!("/subscriptions/{}/resourceGroups/{}/providers/Microsoft.App/managedEnvironments/{}", e.sub, e.rg, e.name),
-        "name": e.name,
-        "type": "Microsoft.App/managedEnvironments",
-        "location": e.location,
-        "tags": e.tags,
-        "properties": props,
-    })
+    serde_json::to_value(e.env_view()).unwrap_or(Value::Null)
 }
 
 /// An app's `provisioningState`: `InProgress` while an operation on it runs.

@@ -1,5 +1,6 @@
-//! Managed environments: PUT (stored as sent, with their location, tags and properties), GET,
-//! and DELETE, refused while an app or a job is in one.
+//! Managed environments: PUT (read as appmodel's `ManagedEnvironment` properties, a 400 naming
+//! the key that does not fit; stored as sent, with their location and tags), GET (appmodel's
+//! type, `plane::views`), and DELETE, refused while an app or a job is in one.
 
 use axum::extract::{Path, State};
 use axum::response::IntoResponse;
@@ -20,21 +21,17 @@ pub(crate) async fn put_env(
     Path((sub, rg, name)): Path<(String, String, String)>,
     body: Bytes,
 ) -> ArmResult {
-    let mut body = parse_body(&body)?;
-    crate::model::strip_nulls(&mut body);
+    let body = parse_body(&body)?;
+    let (location, tags, properties) = parse_env_body(body)?;
     let mut st = s.plane.lock();
     let existed = st.envs.contains_key(&key(&name));
     let env = EnvRes {
         sub: sub.clone(),
         rg,
         name: name.clone(),
-        location: body
-            .get("location")
-            .and_then(Value::as_str)
-            .unwrap_or("local")
-            .to_string(),
-        tags: body.get("tags").cloned().unwrap_or(json!({})),
-        properties: body.get("properties").cloned().unwrap_or(json!({})),
+        location,
+        tags,
+        properties,
     };
     let location = env.location.clone();
     let out = listing::env_json(&env);
@@ -56,6 +53,23 @@ pub(crate) async fn put_env(
         &op,
         false,
     ))
+}
+
+/// An environment's PUT body as stored: its location (`local` when it has none), tags and
+/// properties, as sent (`null`s dropped), once they read as appmodel's `ManagedEnvironment`
+/// members; else ARM's 400 naming the key that does not fit.
+fn parse_env_body(mut body: Value) -> Result<(String, Value, Value), ArmError> {
+    crate::model::strip_nulls(&mut body);
+    let properties = body.get("properties").cloned().unwrap_or(json!({}));
+    crate::model::from_json::<appmodel::ManagedEnvironmentProperties>(&properties, "properties")?;
+    let tags = body.get("tags").cloned().unwrap_or(json!({}));
+    crate::model::from_json::<std::collections::BTreeMap<String, String>>(&tags, "tags")?;
+    let location = body
+        .get("location")
+        .and_then(Value::as_str)
+        .unwrap_or("local")
+        .to_string();
+    Ok((location, tags, properties))
 }
 
 pub(crate) async fn get_env(
@@ -124,4 +138,55 @@ pub(crate) async fn delete_env(
         &op,
         true,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_environment_body_is_stored_as_sent_once_it_reads_as_the_wire_model() {
+        let body = json!({
+            "location": "West Europe",
+            "tags": {"team": "lab"},
+            "properties": {
+                "zoneRedundant": false,
+                "workloadProfiles": [{"name": "Consumption", "workloadProfileType": "Consumption"}],
+                "daprConfiguration": null
+            }
+        });
+        let (location, tags, props) = parse_env_body(body).expect("a valid body");
+        assert_eq!(location, "West Europe");
+        assert_eq!(tags, json!({"team": "lab"}));
+        assert_eq!(
+            props,
+            json!({
+                "zoneRedundant": false,
+                "workloadProfiles": [{"name": "Consumption", "workloadProfileType": "Consumption"}]
+            }),
+            "unknown members kept, nulls dropped"
+        );
+        let (location, tags, props) = parse_env_body(json!({})).expect("an empty body");
+        assert_eq!(
+            (location.as_str(), tags, props),
+            ("local", json!({}), json!({}))
+        );
+    }
+
+    #[test]
+    fn an_environment_body_that_does_not_fit_is_a_400_naming_its_key() {
+        for (body, key) in [
+            (
+                json!({"properties": {"defaultDomain": 5}}),
+                "properties.defaultDomain",
+            ),
+            (json!({"properties": []}), "properties"),
+            (json!({"tags": {"team": 1}}), "tags.team"),
+        ] {
+            let e = parse_env_body(body).expect_err("a 400");
+            assert_eq!(e.status, 400);
+            assert_eq!(e.code, "InvalidRequestContent");
+            assert!(e.message.contains(key), "{key}: {}", e.message);
+        }
+    }
 }

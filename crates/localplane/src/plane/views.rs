@@ -1,6 +1,6 @@
-//! The ARM bodies of an app, its revisions and their replicas as a GET answers them, as
-//! appmodel's types (the wire model the PUT bodies were parsed into): the properties the client
-//! sent, with what the plane knows now (states, traffic, FQDNs).
+//! The ARM bodies of an environment, an app, its revisions and their replicas as a GET answers
+//! them, as appmodel's types (the wire model the PUT bodies were parsed into): the properties
+//! the client sent, with what the plane knows now (states, traffic, FQDNs).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -10,8 +10,34 @@ use serde_json::{Value, json};
 
 use appmodel as wire;
 
-use super::{App, LABEL_EXTENSION, Revision};
+use super::{App, EnvRes, LABEL_EXTENSION, Revision};
 use crate::replica::Replica;
+
+impl EnvRes {
+    /// The environment as its GET answers it: the properties the client sent (unknown ones
+    /// kept), provisioned, with localplane's domain and address.
+    pub fn env_view(&self) -> wire::ManagedEnvironment {
+        // The PUT that set them was parsed into this type before it was accepted
+        // (`api::environments`), so they read back.
+        let mut props: wire::ManagedEnvironmentProperties =
+            serde_json::from_value(self.properties.clone()).unwrap_or_default();
+        props.provisioning_state = Some("Succeeded".into());
+        props.default_domain = Some(super::DEFAULT_DOMAIN.into());
+        props.static_ip = Some("127.0.0.1".into());
+        wire::ManagedEnvironment {
+            id: Some(format!(
+                "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.App/managedEnvironments/{}",
+                self.sub, self.rg, self.name
+            )),
+            name: Some(self.name.clone()),
+            kind: Some("Microsoft.App/managedEnvironments".into()),
+            location: Some(self.location.clone()),
+            tags: serde_json::from_value(self.tags.clone()).ok(),
+            properties: props,
+            extra: wire::Extra::new(),
+        }
+    }
+}
 
 impl App {
     /// Single mode: `configuration.ingress.traffic` as localplane routes (a GET's view).
@@ -321,6 +347,39 @@ mod tests {
         ready: false,
         restarted: true,
     };
+
+    #[test]
+    fn an_environment_reads_back_as_sent_provisioned_with_localplanes_domain() {
+        let env = EnvRes {
+            sub: "sub".into(),
+            rg: "rg".into(),
+            name: "env".into(),
+            location: "West Europe".into(),
+            tags: json!({"team": "lab"}),
+            properties: json!({
+                "zoneRedundant": false,
+                "workloadProfiles": [{"name": "Consumption", "workloadProfileType": "Consumption"}]
+            }),
+        };
+        let body = serde_json::to_value(env.env_view()).expect("serializes");
+        assert_eq!(
+            body,
+            json!({
+                "id": "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.App/managedEnvironments/env",
+                "name": "env",
+                "type": "Microsoft.App/managedEnvironments",
+                "location": "West Europe",
+                "tags": {"team": "lab"},
+                "properties": {
+                    "provisioningState": "Succeeded",
+                    "defaultDomain": "localplane.internal",
+                    "staticIp": "127.0.0.1",
+                    "zoneRedundant": false,
+                    "workloadProfiles": [{"name": "Consumption", "workloadProfileType": "Consumption"}]
+                }
+            })
+        );
+    }
 
     #[test]
     fn revision_states_follow_its_replicas() {
