@@ -184,7 +184,7 @@ fn load_targets(lab: &Lab, runs: Option<&RunsRecord>) -> BTreeMap<String, String
         .iter()
         .flat_map(|s| &s.runs)
         .filter_map(|r| {
-            let load = lab.load.iter().find(|l| l.name == r.load)?;
+            let load = lab.load_named(&r.load)?;
             Some((r.run_id.clone(), load.target.clone()))
         })
         .collect()

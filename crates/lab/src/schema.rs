@@ -572,12 +572,24 @@ pub struct Step {
 pub use crate::checks::Check;
 
 impl Lab {
+    /// The `[[apps]]` entry named `name`.
     pub fn app(&self, name: &str) -> Option<&App> {
         self.apps.iter().find(|a| a.name == name)
     }
 
+    /// The `[[jobs]]` entry named `name`.
     pub fn job(&self, name: &str) -> Option<&Job> {
         self.jobs.iter().find(|j| j.name == name)
+    }
+
+    /// The `[[load]]` entry named `name`.
+    pub fn load_named(&self, name: &str) -> Option<&Load> {
+        self.load.iter().find(|l| l.name == name)
+    }
+
+    /// The `[[steps]]` entry named `name`.
+    pub fn step(&self, name: &str) -> Option<&Step> {
+        self.steps.iter().find(|s| s.name == name)
     }
 
     /// How many events the schedule fires in the steps with an action whose phase the rule
@@ -601,7 +613,7 @@ impl Lab {
     /// headroom gate's "lab's load rate").
     pub fn load_rate(&self, name: Option<&str>) -> Option<f64> {
         match name {
-            Some(n) => self.load.iter().find(|l| l.name == n)?.rate,
+            Some(n) => self.load_named(n)?.rate,
             None => match self.load.as_slice() {
                 [only] => only.rate,
                 _ => None,

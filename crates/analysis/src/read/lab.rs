@@ -77,11 +77,7 @@ pub fn phase_of(lab: &Lab, run_id: &str, runs: Option<&RunsRecord>) -> String {
             .find(|s| s.runs.iter().any(|x| x.run_id == run_id))
     });
     if let Some(step) = recorded {
-        let in_lab = lab
-            .steps
-            .iter()
-            .find(|s| s.name == step.name)
-            .map(|s| s.phase.as_str());
+        let in_lab = lab.step(&step.name).map(|s| s.phase.as_str());
         match in_lab {
             Some(p) if !p.is_empty() => return p.to_owned(),
             _ if !step.phase.is_empty() => return step.phase.clone(),

@@ -28,7 +28,7 @@ pub(super) fn check(v: &mut V, lab: &Lab, i: usize, c: &Check) {
 fn load_refs(v: &mut V, lab: &Lab, i: usize, c: &Check, load: &str, step: Option<&Step>) {
     let item = named("check", &c.name);
     let k = |f: &str| format!("checks[{i}].{f}");
-    match lab.load.iter().find(|l| l.name == load) {
+    match lab.load_named(load) {
         None => v.push(
             k("load"),
             item.clone(),
@@ -197,7 +197,7 @@ fn check_refs(v: &mut V, lab: &Lab, i: usize, c: &Check) {
     let item = named("check", &c.name);
     let k = |f: &str| format!("checks[{i}].{f}");
     let step = c.step.as_ref().and_then(|s| {
-        let found = lab.steps.iter().find(|x| &x.name == s);
+        let found = lab.step(s);
         if found.is_none() {
             let have: Vec<&str> = lab.steps.iter().map(|x| x.name.as_str()).collect();
             v.push(
