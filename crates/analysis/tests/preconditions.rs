@@ -43,8 +43,9 @@ action = { kind = "rollout", app = "subject" }
 events = 1
 "#;
 
+/// Epoch seconds as RFC 3339 with milliseconds, as our lines write `ts`.
 fn iso(s: i64) -> String {
-    logline::Timestamp::from_epoch_ms(s * 1000).to_rfc3339_ms()
+    analysis::ts::iso_ms(s * 1000)
 }
 
 struct Pack {

@@ -12,7 +12,7 @@ use crate::*;
 use testkit::fake_arm::{FakeArm, Fault};
 
 fn scope() -> Scope {
-    Scope::new("00000000-0000-0000-0000-000000000000", "rg")
+    Scope::new(testkit::SUBSCRIPTION, "rg")
 }
 
 fn client(fake: &FakeArm, tweak: impl FnOnce(&mut ClientConfig)) -> ArmClient {

@@ -136,10 +136,7 @@ async fn https_child() {
     cfg.retry.max_attempts = 1;
     let c = ArmClient::new(cfg, token).unwrap();
     let app = c
-        .get_app(
-            &Scope::new("00000000-0000-0000-0000-000000000000", "rg"),
-            "subject",
-        )
+        .get_app(&Scope::new(testkit::SUBSCRIPTION, "rg"), "subject")
         .await
         .unwrap();
     println!("https child: got app {}", app.name.unwrap_or_default());

@@ -13,7 +13,7 @@ use tokio::io::AsyncReadExt;
 fn audit(base: &str, window: &str) -> tokio::process::Command {
     let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_audit"));
     c.env_clear()
-        .env("SUBSCRIPTION_ID", "00000000-0000-0000-0000-000000000000")
+        .env("SUBSCRIPTION_ID", testkit::SUBSCRIPTION)
         .env("RESOURCE_GROUP", "rg")
         .env("CONTAINER_APP_NAMES", "subject")
         .env("RUN_LABEL", "nightly-audit")

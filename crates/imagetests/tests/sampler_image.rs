@@ -9,10 +9,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::now_ms;
 use common::plane::*;
 use testkit::docker::{require_docker, wait_exit};
 use testkit::events::sampler_errors;
+use testkit::now_ms;
 use testkit::testcontainers::ImageExt;
 use testkit::testcontainers::runners::AsyncRunner;
 

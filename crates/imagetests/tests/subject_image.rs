@@ -27,7 +27,7 @@ async fn bind_late_startup_delay_refuses_connections_then_answers() {
     let mut failures = Vec::new();
     let first_ok_ms = loop {
         match http::get(addr, "/healthz", PROBE_TIMEOUT).await {
-            Outcome::Response(r) if r.status == 200 => break now_ms(),
+            Outcome::Response(r) if r.status == 200 => break testkit::now_ms(),
             other => failures.push(other),
         }
         assert!(

@@ -21,10 +21,6 @@ use common::*;
 use serde_json::{Value, json};
 use testkit::eventually;
 
-fn readiness() -> Value {
-    json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": 1, "failureThreshold": 1}])
-}
-
 async fn put(lab: &Plane, app: &str, body: Value) {
     assert_eq!(lab.put_app(app, body).await, "Succeeded");
 }

@@ -16,11 +16,6 @@ use common::*;
 use serde_json::{Value, json};
 use testkit::eventually;
 
-fn readiness() -> Value {
-    json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080},
-            "periodSeconds": 1, "failureThreshold": 1}])
-}
-
 /// The tags that select localplane's earlier, faster-to-test scaling: the peak in flight at
 /// `pollingInterval`, to the desired count at once, `cooldownPeriod` as the scale-down window.
 fn quick_scaling() -> Value {

@@ -19,11 +19,6 @@ use testkit::eventually;
 
 const APP: &str = "split";
 
-fn readiness() -> Value {
-    json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080},
-            "periodSeconds": 1, "failureThreshold": 1}])
-}
-
 /// The app in multiple revision mode, revision suffix `suffix`, generation `generation`, with
 /// `traffic` as its `ingress.traffic` (none when null).
 fn body(suffix: &str, generation: u32, traffic: Value) -> Value {

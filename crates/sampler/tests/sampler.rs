@@ -173,7 +173,7 @@ async fn the_binary_uses_the_identity_endpoint_refreshes_and_never_prints_the_to
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_perturbation-sampler"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("SUBSCRIPTION_ID", "00000000-0000-0000-0000-000000000000")
+        .env("SUBSCRIPTION_ID", testkit::SUBSCRIPTION)
         .env("RESOURCE_GROUP", "rg")
         .env("CONTAINER_APP_NAMES", "subject")
         .env("MANAGED_IDENTITY_CLIENT_ID", "client-id-123")

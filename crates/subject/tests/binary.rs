@@ -19,10 +19,6 @@ fn within(actual: Duration, expected: Duration) -> bool {
     actual + TOL >= expected && actual <= expected + TOL
 }
 
-fn now_ms() -> i64 {
-    logline::Timestamp::now().epoch_ms()
-}
-
 /// Wall-clock ms of the process's BOOT_START line: timing is measured from it, so the time the
 /// OS takes to exec the binary does not count against the ±100 ms.
 fn boot_ms(s: &Subject) -> i64 {
@@ -52,7 +48,7 @@ async fn bind_late_refuses_connections_until_the_delay_ends() {
     let mut last_refused = 0;
     let first_ok = loop {
         assert!(s.spawned.elapsed() < Duration::from_secs(5), "never bound");
-        let t = now_ms();
+        let t = testkit::now_ms();
         if refused(port).await {
             refusals += 1;
             last_refused = t;
@@ -88,7 +84,7 @@ async fn bind_early_answers_503_starting_then_200() {
     ]);
     let port = s.port();
     let boot = boot_ms(&s);
-    assert!(now_ms() - boot < 500, "bound at once");
+    assert!(testkit::now_ms() - boot < 500, "bound at once");
     let r = get(port, "/").await;
     assert_eq!(
         (r.status, r.expect_json()["status"].as_str()),
@@ -104,7 +100,7 @@ async fn bind_early_answers_503_starting_then_200() {
             s.spawned.elapsed() < Duration::from_secs(5),
             "never started"
         );
-        let t = now_ms();
+        let t = testkit::now_ms();
         let r = get(port, "/startup").await;
         if r.status == 200 {
             break t;

@@ -12,8 +12,7 @@ use serde_json::json;
 
 use crate::localplane::Harness;
 
-/// The subscription of every localplane test (localplane takes any).
-pub const SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
+pub use crate::SUBSCRIPTION;
 
 /// The app under test: the subject image.
 pub const APP: &str = "subject";

@@ -40,6 +40,15 @@ pub mod subject_status;
 pub mod test_ca;
 pub mod wait;
 
+/// The subscription of every test against localplane or the fake ARM (both take any).
+pub const SUBSCRIPTION: &str = "00000000-0000-0000-0000-000000000000";
+
+/// Milliseconds since the epoch, now, on the clock our lines' `ts` are written with (the host
+/// and its containers share it).
+pub fn now_ms() -> i64 {
+    logline::Timestamp::now().epoch_ms()
+}
+
 pub use docker::{Docker, NetworkGuard, require_docker};
 pub use testcontainers;
 pub use wait::eventually;

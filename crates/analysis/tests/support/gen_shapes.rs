@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use analysis::ts::iso_ms as iso;
 use logline::Timestamp;
 use logline::line::Req;
 
@@ -62,10 +63,6 @@ fn requests(
         })?;
     }
     Ok(())
-}
-
-fn iso(ms: i64) -> String {
-    Timestamp::from_epoch_ms(ms).to_rfc3339_ms()
 }
 
 fn revision(r: &R) -> String {

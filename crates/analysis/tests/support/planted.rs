@@ -8,12 +8,7 @@ use analysis::judge::verdict::Status;
 use analysis::{Analysis, Options, analyze, find_lab};
 
 /// Epoch ms as RFC 3339 with milliseconds, as our lines write `ts`.
-pub fn iso_ms(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
-}
+pub use analysis::ts::iso_ms;
 
 /// Writes `logs` (file name under `logs/` → its lines), `runs` as runs.json and `lab` as
 /// lab.toml into `dir/pack`, and analyses the pack with its lab file.

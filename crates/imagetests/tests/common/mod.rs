@@ -104,8 +104,3 @@ pub fn ts_ms(line: &Value) -> i64 {
         .unwrap_or_else(|e| panic!("ts {ts}: {e}"))
         .timestamp_millis()
 }
-
-/// Milliseconds since the epoch, now (the host and its containers share one clock).
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}

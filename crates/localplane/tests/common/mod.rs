@@ -247,6 +247,15 @@ pub fn all_ready(reps: &[Value], n: usize) -> bool {
         })
 }
 
+/// A readiness probe on the subject's `/readyz` that reads every second and fails at the first
+/// miss: the fastest a test sees a replica become ready, or stop being so.
+pub fn readiness() -> Value {
+    serde_json::json!([{"type": "Readiness", "httpGet": {"path": "/readyz", "port": 8080},
+        "periodSeconds": 1, "failureThreshold": 1}])
+}
+
+/// A subject app (`probelab/subject:dev` in environment `env` of [`RG`]) with `env` on its
+/// container, `replicas` replicas and `probes`.
 pub fn subject_app(env: Value, replicas: u32, probes: Value) -> Value {
     serde_json::json!({
         "location": "local",
