@@ -14,7 +14,7 @@ use common::plane::*;
 use logline::line::Line;
 use serde_json::json;
 use testkit::docker::{require_docker, wait_exit};
-use testkit::events::sampler_errors;
+use testkit::lines::sampler_errors;
 use testkit::testcontainers::ImageExt;
 use testkit::testcontainers::runners::AsyncRunner;
 

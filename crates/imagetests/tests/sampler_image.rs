@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::plane::*;
 use testkit::docker::{require_docker, wait_exit};
-use testkit::events::sampler_errors;
+use testkit::lines::sampler_errors;
 use testkit::now_ms;
 use testkit::testcontainers::ImageExt;
 use testkit::testcontainers::runners::AsyncRunner;

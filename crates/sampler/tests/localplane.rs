@@ -17,8 +17,8 @@ use logline::line::Line;
 use sampler::sink::Memory;
 use serde_json::json;
 use testkit::arm_plane::{ArmPlane, SUBSCRIPTION as SUB};
-use testkit::events::sampler_errors;
 use testkit::eventually;
+use testkit::lines::sampler_errors;
 use testkit::localplane::Harness;
 
 const RG: &str = "rg";

@@ -12,8 +12,8 @@ use std::time::Duration;
 use common::*;
 use logline::line::Line;
 use sampler::sink::Memory;
-use testkit::events::sampler_errors;
 use testkit::fake_arm::{FakeArm, FakeIdentity};
+use testkit::lines::sampler_errors;
 
 #[tokio::test]
 async fn samples_appear_for_each_revision_and_replica_between_markers() {

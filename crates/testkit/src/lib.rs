@@ -16,7 +16,7 @@
 //!   headers and a body ([`http::fetch`]), and a free-port helper.
 //! - [`subject_status`]: the subject's in-flight count from its `/status`, and a wait for it.
 //! - [`bins`]: `target/<profile>/`, where the workspace's binaries are, checked.
-//! - [`events`]: filters over logline's typed output lines (the sampler's errors).
+//! - [`lines`]: filters over logline's typed output lines (the sampler's errors).
 //! - [`pack`]: a fixture evidence pack copied to a temporary dir.
 //! - [`test_ca`]: a throw-away certificate authority and a server config for 127.0.0.1 it signed.
 //! - [`https_front`]: a recording HTTPS reverse proxy (ARM over TLS with a bearer token, as on
@@ -28,10 +28,10 @@
 pub mod arm_plane;
 pub mod bins;
 pub mod docker;
-pub mod events;
 pub mod fake_arm;
 pub mod http;
 pub mod https_front;
+pub mod lines;
 #[cfg(feature = "localplane")]
 pub mod localplane;
 pub mod log_analytics;
