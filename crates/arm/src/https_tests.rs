@@ -1,16 +1,16 @@
 //! HTTPS with the workspace's one crypto provider (rustls + ring, [`crate::tls`]): a managed
 //! identity token fetched by azure_identity (through azure_core's reqwest transport) and an ARM
-//! call made with it, both over TLS to 127.0.0.1 with a certificate of testkit's test CA.
+//! call made with it, both over TLS to 127.0.0.1 (testkit's HTTPS front, with a certificate of
+//! its test CA).
 //!
 //! The test runs the client in a child process (this test binary, re-run on
 //! [`https_child`]) because azure_identity reads `IDENTITY_ENDPOINT` from the process
 //! environment and the platform verifier trusts the test CA only through `SSL_CERT_FILE`.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use testkit::https_front::HttpsFront;
 use testkit::test_ca::TestCa;
 
 use crate::*;
@@ -19,31 +19,6 @@ use testkit::fake_arm::{FakeArm, FakeIdentity};
 const CHILD_ENV: &str = "PROBELAB_ARM_HTTPS_CHILD";
 const TOKEN_PREFIX: &str = "probelab-https-token";
 const SECRET_HEADER: &str = "https-identity-header";
-
-/// Terminates TLS on 127.0.0.1 and forwards the plain bytes to `backend` (one of the fakes);
-/// counts completed handshakes.
-async fn tls_front(cfg: Arc<rustls::ServerConfig>, backend: SocketAddr) -> (u16, Arc<AtomicU64>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let handshakes = Arc::new(AtomicU64::new(0));
-    let hs = handshakes.clone();
-    let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, hs) = (acceptor.clone(), hs.clone());
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                hs.fetch_add(1, Ordering::Relaxed);
-                if let Ok(mut plain) = tokio::net::TcpStream::connect(backend).await {
-                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-                }
-            });
-        }
-    });
-    (port, handshakes)
-}
 
 fn addr_of(base: &str) -> SocketAddr {
     let u: url::Url = base.parse().unwrap();
@@ -60,8 +35,12 @@ async fn managed_identity_and_arm_calls_go_over_https_with_ring() {
         .await
         .unwrap();
     let ca = TestCa::new().unwrap();
-    let (arm_port, arm_hs) = tls_front(ca.server_config(), addr_of(&fake.base_url())).await;
-    let (id_port, id_hs) = tls_front(ca.server_config(), addr_of(&identity.endpoint())).await;
+    let arm_front = HttpsFront::start(&ca, addr_of(&fake.base_url()))
+        .await
+        .unwrap();
+    let id_front = HttpsFront::start(&ca, addr_of(&identity.endpoint()))
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let ca_file = dir.path().join("ca.pem");
     ca.write_pem(&ca_file).unwrap();
@@ -78,12 +57,9 @@ async fn managed_identity_and_arm_calls_go_over_https_with_ring() {
         .env_remove("SSL_CERT_DIR")
         .env_remove("MANAGED_IDENTITY_CLIENT_ID")
         .env_remove("AZURE_CLIENT_ID")
-        .env(
-            "IDENTITY_ENDPOINT",
-            format!("https://127.0.0.1:{id_port}/msi/token"),
-        )
+        .env("IDENTITY_ENDPOINT", format!("{}/msi/token", id_front.url()))
         .env("IDENTITY_HEADER", SECRET_HEADER)
-        .env("ARM_ENDPOINT", format!("https://127.0.0.1:{arm_port}"))
+        .env("ARM_ENDPOINT", arm_front.url())
         .kill_on_drop(true)
         .output();
     let out = tokio::time::timeout(Duration::from_secs(60), child)
@@ -95,14 +71,20 @@ async fn managed_identity_and_arm_calls_go_over_https_with_ring() {
     assert!(out.status.success(), "child failed:\n{text}");
     assert!(text.contains("https child: got app subject"), "{text}");
 
-    // The token came over TLS from the identity endpoint, and ARM saw it over TLS.
+    // The token came over TLS from the identity endpoint (the fronts speak nothing else), and
+    // ARM saw it over TLS.
     assert!(
-        id_hs.load(Ordering::Relaxed) >= 1,
-        "no TLS handshake at the identity endpoint"
+        !id_front.seen().is_empty(),
+        "no request over TLS at the identity endpoint"
     );
+    let bearer = format!("Bearer {TOKEN_PREFIX}-1");
     assert!(
-        arm_hs.load(Ordering::Relaxed) >= 1,
-        "no TLS handshake at ARM"
+        arm_front
+            .seen()
+            .iter()
+            .any(|s| s.authorization.as_deref() == Some(bearer.as_str())),
+        "no ARM call with the token over TLS: {:?}",
+        arm_front.seen()
     );
     assert_eq!(identity.issued(), 1);
     assert!(
