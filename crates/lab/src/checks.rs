@@ -500,8 +500,56 @@ pub struct Check {
 /// `JobExecution.properties.status` enum.
 pub const FINAL_EXECUTION_STATUSES: &[&str] = &["Succeeded", "Failed", "Stopped"];
 
-/// `job_replica_exit`'s `since` values.
+/// `job_replica_exit`'s `since` values, as the lab file writes them.
 pub const REPLICA_EXIT_SINCE: &[&str] = &["start", "created", "execution", "sigterm"];
+
+/// What `job_replica_exit` times a replica's end from: the lab file's `since`, read once here
+/// for the validator, the lab's description and the analysis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaExitSince {
+    /// Its `ContainerStarted` row (`start`, the default).
+    Start,
+    /// Its first row (`created`): when its `replicaTimeout` starts counting.
+    Created,
+    /// Its execution's first row (`execution`): when an execution-wide deadline starts.
+    Execution,
+    /// Its own `SIGTERM_RECEIVED` line (`sigterm`).
+    Sigterm,
+}
+
+impl ReplicaExitSince {
+    /// The value `since` names ([`REPLICA_EXIT_SINCE`]); `None` sets the default, `start`;
+    /// `Err` returns a value that is none of them.
+    pub fn parse(since: Option<&str>) -> Result<Self, &str> {
+        match since.unwrap_or("start") {
+            "start" => Ok(ReplicaExitSince::Start),
+            "created" => Ok(ReplicaExitSince::Created),
+            "execution" => Ok(ReplicaExitSince::Execution),
+            "sigterm" => Ok(ReplicaExitSince::Sigterm),
+            other => Err(other),
+        }
+    }
+
+    /// The lab file's word for it.
+    pub fn key(self) -> &'static str {
+        match self {
+            ReplicaExitSince::Start => "start",
+            ReplicaExitSince::Created => "created",
+            ReplicaExitSince::Execution => "execution",
+            ReplicaExitSince::Sigterm => "sigterm",
+        }
+    }
+
+    /// The instant in words: "its start", "its creation", ...
+    pub fn words(self) -> &'static str {
+        match self {
+            ReplicaExitSince::Start => "its start",
+            ReplicaExitSince::Created => "its creation",
+            ReplicaExitSince::Execution => "its execution's start",
+            ReplicaExitSince::Sigterm => "its SIGTERM",
+        }
+    }
+}
 
 /// The fewest requests a window needs for `error_rate_between` to judge it, by default: at 100
 /// requests one error moves the rate by 1 %, the coarsest step a tolerance of ±0.5 % can read.
@@ -561,5 +609,15 @@ mod tests {
             CheckKind::from("latency_below".to_owned()),
             CheckKind::Unknown("latency_below".into())
         );
+    }
+
+    #[test]
+    fn every_listed_since_value_parses_back_to_its_key_and_no_other_does() {
+        for key in REPLICA_EXIT_SINCE {
+            let since = ReplicaExitSince::parse(Some(key)).expect("a listed value parses");
+            assert_eq!(since.key(), *key);
+        }
+        assert_eq!(ReplicaExitSince::parse(None), Ok(ReplicaExitSince::Start));
+        assert_eq!(ReplicaExitSince::parse(Some("stop")), Err("stop"));
     }
 }

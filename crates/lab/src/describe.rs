@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use logline::config::parse_duration;
 
-use crate::checks::{Check, CheckKind};
+use crate::checks::{Check, CheckKind, ReplicaExitSince};
 use crate::schema::{Action, Lab, LabKind, Step, TimeoutScope, Trigger};
 
 /// How long the schedule runs: the steps' load durations, one after the other (deploying,
@@ -402,12 +402,9 @@ fn job_check_text(c: &Check) -> String {
                 .unwrap_or_default()
         ),
         CheckKind::JobReplicaExit => {
-            let since = match c.since.as_deref() {
-                Some("sigterm") => "its SIGTERM",
-                Some("created") => "its creation",
-                Some("execution") => "its execution's start",
-                _ => "its start",
-            };
+            let since = ReplicaExitSince::parse(c.since.as_deref())
+                .unwrap_or(ReplicaExitSince::Start)
+                .words();
             let code = c
                 .exit_code
                 .map(|x| format!(" with exit code {x}"))

@@ -125,7 +125,7 @@ fn job_refs(v: &mut V, lab: &Lab, i: usize, c: &Check, job: &str, step: Option<&
 
 /// A job check's status, replica count, `since` and time bounds are ones it can judge.
 fn job_values(v: &mut V, k: &dyn Fn(&str) -> String, item: &Option<String>, c: &Check) {
-    use crate::checks::{FINAL_EXECUTION_STATUSES, REPLICA_EXIT_SINCE};
+    use crate::checks::{FINAL_EXECUTION_STATUSES, REPLICA_EXIT_SINCE, ReplicaExitSince};
     if let Some(st) = &c.execution_status
         && !FINAL_EXECUTION_STATUSES.contains(&st.as_str())
     {
@@ -142,7 +142,7 @@ fn job_values(v: &mut V, k: &dyn Fn(&str) -> String, item: &Option<String>, c: &
         v.push(k("replicas"), item.clone(), "must be at least 1");
     }
     if let Some(x) = &c.since
-        && !REPLICA_EXIT_SINCE.contains(&x.as_str())
+        && ReplicaExitSince::parse(Some(x)).is_err()
     {
         v.push(
             k("since"),

@@ -13,6 +13,7 @@
 //! [Observed]: the platform's own records.
 
 use lab::Check;
+use lab::checks::ReplicaExitSince as Since;
 use logline::line::SubjectEvent;
 use serde_json::json;
 
@@ -182,7 +183,7 @@ fn replica_end(
         ok: false,
     };
     match (t0, r.ended_ms) {
-        (None, _) => fail(format!("{} {}", r.name, since.missing())),
+        (None, _) => fail(format!("{} {}", r.name, since_missing(since))),
         (Some(_), None) => fail(format!("{} has no ContainerTerminated row", r.name)),
         (Some(a), Some(b)) => {
             let s = (b - a) as f64 / 1000.0;
@@ -191,7 +192,7 @@ fn replica_end(
                 line: format!(
                     "{} ended {s:.3} s after {} with exit code {}",
                     r.name,
-                    since.short(),
+                    since.words(),
                     r.exit_code.map_or("?".to_owned(), |x| x.to_string())
                 ),
                 took_s: Some(s),
@@ -201,71 +202,23 @@ fn replica_end(
     }
 }
 
-/// What `job_replica_exit` times a replica's end from (the lab's `since`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Since {
-    /// Its `ContainerStarted` row (`start`, the default).
-    Start,
-    /// Its first row (`created`): when its `replicaTimeout` starts counting.
-    Created,
-    /// Its execution's first row (`execution`): when an execution-wide deadline starts.
-    Execution,
-    /// Its own `SIGTERM_RECEIVED` line (`sigterm`).
-    Sigterm,
+/// The instant `since` names, in the rows' terms, for the check's detail.
+fn since_words(since: Since) -> &'static str {
+    match since {
+        Since::Start => "its ContainerStarted row",
+        Since::Created => "its first row (the replica created)",
+        Since::Execution => "its execution's first row",
+        Since::Sigterm => "its SIGTERM_RECEIVED line",
+    }
 }
 
-impl Since {
-    fn parse(s: Option<&str>) -> Result<Self, Eval> {
-        match s.unwrap_or("start") {
-            "start" => Ok(Since::Start),
-            "created" => Ok(Since::Created),
-            "execution" => Ok(Since::Execution),
-            "sigterm" => Ok(Since::Sigterm),
-            other => Err(invalid(format!(
-                "job_replica_exit's `since` {other:?} is not one of {}",
-                lab::checks::REPLICA_EXIT_SINCE.join(", ")
-            ))),
-        }
-    }
-
-    /// The lab file's word for it.
-    fn key(self) -> &'static str {
-        match self {
-            Since::Start => "start",
-            Since::Created => "created",
-            Since::Execution => "execution",
-            Since::Sigterm => "sigterm",
-        }
-    }
-
-    /// The instant in words, for the check's detail.
-    fn words(self) -> &'static str {
-        match self {
-            Since::Start => "its ContainerStarted row",
-            Since::Created => "its first row (the replica created)",
-            Since::Execution => "its execution's first row",
-            Since::Sigterm => "its SIGTERM_RECEIVED line",
-        }
-    }
-
-    /// The instant in a replica's line.
-    fn short(self) -> &'static str {
-        match self {
-            Since::Start => "its start",
-            Since::Created => "its creation",
-            Since::Execution => "its execution's start",
-            Since::Sigterm => "its SIGTERM",
-        }
-    }
-
-    /// Why a replica cannot be timed from it.
-    fn missing(self) -> &'static str {
-        match self {
-            Since::Start => "has no ContainerStarted row",
-            Since::Created => "has no row before its end",
-            Since::Execution => "belongs to an execution without rows",
-            Since::Sigterm => "logged no SIGTERM_RECEIVED",
-        }
+/// Why a replica cannot be timed from `since`.
+fn since_missing(since: Since) -> &'static str {
+    match since {
+        Since::Start => "has no ContainerStarted row",
+        Since::Created => "has no row before its end",
+        Since::Execution => "belongs to an execution without rows",
+        Since::Sigterm => "logged no SIGTERM_RECEIVED",
     }
 }
 
@@ -277,7 +230,12 @@ pub(super) fn replica_exit(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
     let min = c.min.unwrap_or(0.0);
     let since = match Since::parse(c.since.as_deref()) {
         Ok(s) => s,
-        Err(e) => return e,
+        Err(other) => {
+            return invalid(format!(
+                "job_replica_exit's `since` {other:?} is not one of {}",
+                lab::checks::REPLICA_EXIT_SINCE.join(", ")
+            ));
+        }
     };
     let InScope {
         executions: ex,
@@ -303,11 +261,11 @@ pub(super) fn replica_exit(c: &Check, runs: &RunsRecord, acc: &Acc) -> Eval {
         .exit_code
         .map(|x| format!(" with exit code {x}"))
         .unwrap_or_default();
-    let since_words = since.words();
+    let from = since_words(since);
     let expect = if c.min.is_some() {
-        format!("{code} {min} to {max} s after {since_words}")
+        format!("{code} {min} to {max} s after {from}")
     } else {
-        format!("{code} within {max} s of {since_words}")
+        format!("{code} within {max} s of {from}")
     };
     let measured = match (
         took.iter().copied().reduce(f64::min),
