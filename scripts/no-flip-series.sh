@@ -98,17 +98,15 @@ count=$(wc -l < "$out/tests.tsv")
 [ "$count" -gt 0 ] || { echo "no-flip-series: the filter matches no test" >&2; exit 2; }
 
 # Expected seconds per test from the newest CI timing table (unknown: 0, so it starts last).
+# One round's order is computed once; every round repeats it.
 times=$(ls bench/runs/ci/*-tests.txt 2>/dev/null | sort | tail -n 1 || true)
+awk -F'\t' -v times="$times" '
+  BEGIN { if (times != "") while ((getline line < times) > 0) { split(line, f, " +"); if (line !~ /^#/) secs[f[3] "\t" f[4]] = int(f[2]) } }
+  { print (($1 "\t" $2) in secs ? secs[$1 "\t" $2] : 0) "\t" $0 }' "$out/tests.tsv" |
+  sort -t $'\t' -k1,1nr > "$out/round.tsv"
 : > "$out/queue.tsv"
 for round in $(seq 1 "$runs"); do
-  while IFS=$'\t' read -r id name bin cwd; do
-    secs=0
-    if [ -n "$times" ]; then
-      secs=$(awk -v id="$id" -v n="$name" '$2 == id && $3 == n { print int($1); exit }' "$times")
-      secs=${secs:-0}
-    fi
-    printf '%d\t%d\t%s\t%s\t%s\t%s\n' "$round" "$secs" "$id" "$name" "$bin" "$cwd"
-  done < "$out/tests.tsv" | sort -t $'\t' -k2,2nr >> "$out/queue.tsv"
+  sed "s/^/$round\t/" "$out/round.tsv" >> "$out/queue.tsv"
 done
 total=$(wc -l < "$out/queue.tsv")
 say "$count tests x $runs runs = $total runs, $(cat "$out/jobs") at once, into $out"
