@@ -18,7 +18,7 @@ use sampler::sink::Memory;
 use serde_json::json;
 use testkit::arm_plane::{ArmPlane, SUBSCRIPTION as SUB};
 use testkit::eventually;
-use testkit::lines::sampler_errors;
+use testkit::lines::{sampler_errors, sampler_faults};
 use testkit::localplane::Harness;
 
 const RG: &str = "rg";
@@ -64,7 +64,7 @@ async fn samples_every_revision_and_replica_localplane_reports() {
         .unwrap();
     assert_eq!((out.ticks_scheduled, out.ticks_completed), (4, 4));
     let lines = sink.lines();
-    assert!(sampler_errors(&lines).is_empty(), "{lines:#?}");
+    assert!(sampler_faults(&lines).is_empty(), "{lines:#?}");
 
     let revs = lab.arm.list_revisions(&lab.scope, "subject").await.unwrap();
     let active = revs.iter().find(|r| r.properties.active).unwrap();

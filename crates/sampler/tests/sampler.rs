@@ -13,7 +13,7 @@ use common::*;
 use logline::line::Line;
 use sampler::sink::Memory;
 use testkit::fake_arm::{FakeArm, FakeIdentity};
-use testkit::lines::sampler_errors;
+use testkit::lines::{sampler_errors, sampler_faults};
 
 #[tokio::test]
 async fn samples_appear_for_each_revision_and_replica_between_markers() {
@@ -96,7 +96,8 @@ async fn samples_appear_for_each_revision_and_replica_between_markers() {
             "{f} in {json}"
         );
     }
-    assert!(sampler_errors(&lines).is_empty());
+    let faults = sampler_faults(&lines);
+    assert!(faults.is_empty(), "{faults:#?}");
 }
 
 #[tokio::test]
