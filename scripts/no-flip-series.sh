@@ -12,9 +12,10 @@
 #                 from DIR/jobs, so `echo 8 > DIR/jobs` changes it while the series runs
 #   --filter EXPR a nextest filter expression (default: every runner `labs_*` test but the
 #                 ALONE pair, which assert latency and must run alone, and the lab image's test)
-#   --out DIR     where items/, results.tsv and summary.md go (default
+#   --out DIR     where items/, results.tsv, summary.md and the figure tables go (default
 #                 /var/tmp/probelab-series/<UTC stamp>); packs are large (10-50 MB a run)
-#   --summarize DIR  only (re)write DIR/summary.md from DIR/results.tsv, e.g. while it runs
+#   --summarize DIR  only (re)write DIR/summary.md, verdict-figures.tsv and timing-checks.tsv
+#                 from DIR/results.tsv and the packs, e.g. while it runs
 #
 # The runs are queued round by round, the longest test first in each round (times from the
 # newest bench/runs/ci/*-tests.txt), so every test has about as many runs as the others when
@@ -24,6 +25,7 @@
 # pass or fail. Needs the images and the test build, both with this CARGO_TARGET_DIR
 # (`scripts/test.sh --phase build` makes them).
 set -euo pipefail
+caller=$(pwd)
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 
@@ -34,6 +36,8 @@ summarize() {
     echo
     echo "Runs of each test: up to $runs, $(cat "$out/jobs") at once; filter \`$(cat "$out/filter")\`."
     echo "Machine: $(nproc) cores, load average when written: $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo
+    echo "Beside it: verdict-figures.tsv and timing-checks.tsv, made from the runs' packs."
     echo
     echo "| test | runs | passed | verdicts | passes in a row (longest) | seconds (min-max) |"
     echo "|---|---|---|---|---|---|"
@@ -49,6 +53,59 @@ summarize() {
         if ($5 < lo) lo = $5; if ($5 > hi) hi = $5 }
       END { flush() }'
   } > "$out/summary.md"
+  figures
+}
+
+# Two tables from the packs the runs left (a run without a pack, like the lab image's, adds
+# nothing): verdict-figures.tsv, per test from each verdict.json, the verdicts and the min..max
+# over the runs of the worst 10 s window's error %, the judged errors and the judged requests;
+# timing-checks.tsv, every gate with a time bound (`min_s`/`max_s` in its numbers), its bound
+# and the range observed over the runs (`drained_s`, or the "(X s)" / "(X to Y s)" its detail
+# states). Both are rewritten from the packs each time, so they can be made again.
+figures() {
+  local test pack p
+  : > "$out/figures.tmp"; : > "$out/timings.tmp"
+  tail -n +2 "$out/results.tsv" | while IFS=$'\t' read -r _ test _ _ _ _ pack; do
+    [ "$pack" = - ] && continue
+    tr '+' '\n' <<< "$pack" | while IFS= read -r p; do
+      [ -f "$p/verdict.json" ] || continue
+      jq -r --arg t "$test" '[$t, .verdict, .worst_bucket_err_pct, .judged_errors, .judged_requests]
+        | @tsv' "$p/verdict.json" >> "$out/figures.tmp"
+      [ -f "$p/gates.json" ] || continue
+      jq -r --arg t "$test" '.gates[]
+        | select((.numbers | type) == "object" and (.numbers.min_s != null or .numbers.max_s != null))
+        | (if .numbers.drained_s != null then [.numbers.drained_s, .numbers.drained_s]
+           else [first(.detail | match("\\(([0-9.]+)(?: to ([0-9.]+))? s\\)")) | .captures
+                 | map(.string) | (.[0], (.[1] // .[0])) | tonumber] end) as $seen
+        | [$t, (.name | sub("^check:"; "")), "\(.numbers.min_s // "")..\(.numbers.max_s // "")", ($seen[0] // ""), ($seen[1] // "")]
+        | @tsv' "$p/gates.json" >> "$out/timings.tmp"
+    done
+  done
+  { printf 'test\truns\tverdict\tworst 10 s window (%%, min..max)\terrors (min..max)\tjudged requests\n'
+    sort -t $'\t' -k1,1 -s "$out/figures.tmp" | awk -F'\t' -v OFS='\t' '
+      function flush(  vs, v) {
+        if (name == "") return
+        vs = ""; for (v in verdicts) vs = vs (vs == "" ? "" : ", ") v (nv > 1 ? " " verdicts[v] : "")
+        print name, n, vs, range(0), range(1), range(2)
+        delete verdicts; delete lo; delete hi
+      }
+      function range(i) { return sprintf("%g..%g", lo[i], hi[i]) }
+      function see(i, x) { if (!(i in lo) || x < lo[i]) lo[i] = x; if (!(i in hi) || x > hi[i]) hi[i] = x }
+      $1 != name { flush(); name = $1; n = 0; nv = 0 }
+      { n++; if (!($2 in verdicts)) nv++; verdicts[$2]++; see(0, $3 + 0); see(1, $4 + 0); see(2, $5 + 0) }
+      END { flush() }'
+  } > "$out/verdict-figures.tsv"
+  { printf 'test\tcheck\tbound (s)\tobserved over the runs (s)\n'
+    sort -t $'\t' -k1,2 "$out/timings.tmp" | awk -F'\t' -v OFS='\t' '
+      function flush() {
+        if (key == "") return
+        print key, bound, (seen ? sprintf("%.3f..%.3f", lo, hi) : "-")
+      }
+      ($1 "\t" $2) != key { flush(); key = $1 "\t" $2; bound = $3; seen = 0 }
+      $4 != "" { if (!seen || $4 < lo) lo = $4 + 0; if (!seen || $5 > hi) hi = $5 + 0; seen = 1 }
+      END { flush() }'
+  } > "$out/timing-checks.tsv"
+  rm -f "$out/figures.tmp" "$out/timings.tmp"
 }
 
 runs=20
@@ -63,10 +120,11 @@ while [ $# -gt 0 ]; do
     --filter) filter=${2:?--filter needs a nextest filter expression}; shift 2 ;;
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --summarize) out=${2:?--summarize needs a series directory}; summarize_only=1; shift 2 ;;
-    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "no-flip-series: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$out" in /*) ;; *) out=$caller/$out ;; esac # DIR as the caller meant it
 if [ "$summarize_only" = 1 ]; then
   [ -f "$out/results.tsv" ] || { echo "no-flip-series: $out/results.tsv not found" >&2; exit 2; }
   runs=$(cat "$out/runs") summarize
