@@ -61,20 +61,19 @@ impl Progress {
         }
     }
 
-    /// Updates the countdown; `events` is (fired, total).
-    pub fn tick(&self, elapsed: Duration, left: Duration, events: (u32, u32), errors: u64) {
-        let ev = if events.1 > 0 {
-            format!("event {}/{}  ", events.0, events.1)
-        } else {
-            String::new()
-        };
+    /// Updates the countdown; `events` is (fired, total); `errors` is the live error count, or
+    /// `None` when there is none to show (a step without load, or no local log sink).
+    pub fn tick(&self, elapsed: Duration, left: Duration, events: (u32, u32), errors: Option<u64>) {
         match &self.bar {
             Some(b) => {
                 b.set_position(elapsed.as_secs());
-                b.set_message(format!("{ev}{}s left  errors {errors}", left.as_secs()));
+                b.set_message(countdown_text(left, events, errors, "  errors "));
             }
             None if self.mode == ProgressMode::Plain => {
-                eprintln!("  {ev}{}s left, errors so far {errors}", left.as_secs());
+                eprintln!(
+                    "  {}",
+                    countdown_text(left, events, errors, ", errors so far ")
+                );
             }
             None => {}
         }
@@ -92,13 +91,33 @@ impl Progress {
     }
 }
 
+/// "event 2/3  40s left" and, when there is a live count, `errors_label` and the count.
+fn countdown_text(
+    left: Duration,
+    events: (u32, u32),
+    errors: Option<u64>,
+    errors_label: &str,
+) -> String {
+    let mut text = String::new();
+    if events.1 > 0 {
+        text.push_str(&format!("event {}/{}  ", events.0, events.1));
+    }
+    text.push_str(&format!("{}s left", left.as_secs()));
+    if let Some(n) = errors {
+        text.push_str(&format!("{errors_label}{n}"));
+    }
+    text
+}
+
 /// The error count so far, read incrementally from the console log table the local sink writes
-/// (the `err` of every loadgen `bucket` line). Azure has no live logs: it stays at zero there.
+/// (the `err` of every loadgen `bucket` line). Azure has no live logs: there is no count.
 pub struct LiveErrors {
     path: PathBuf,
     offset: u64,
     partial: Vec<u8>,
-    pub total: u64,
+    /// Whether the log has been read at all: a count of a log nobody writes is no count.
+    seen: bool,
+    total: u64,
 }
 
 impl LiveErrors {
@@ -107,31 +126,34 @@ impl LiveErrors {
             path,
             offset: 0,
             partial: Vec::new(),
+            seen: false,
             total: 0,
         }
     }
 
-    /// Reads what was appended since the last call (at most 64 MiB at a time).
-    pub fn poll(&mut self) -> u64 {
+    /// Reads what was appended since the last call (at most 64 MiB at a time) and returns the
+    /// count so far; `None` while the log does not exist (no local sink, or nothing written yet).
+    pub fn poll(&mut self) -> Option<u64> {
         let Ok(mut f) = std::fs::File::open(&self.path) else {
-            return self.total;
+            return self.seen.then_some(self.total);
         };
+        self.seen = true;
         if f.seek(SeekFrom::Start(self.offset)).is_err() {
-            return self.total;
+            return Some(self.total);
         }
         let mut buf = Vec::new();
         let n = f.take(64 << 20).read_to_end(&mut buf).unwrap_or_default();
         self.offset += n as u64;
         self.partial.extend_from_slice(&buf);
         let Some(last_nl) = self.partial.iter().rposition(|b| *b == b'\n') else {
-            return self.total;
+            return Some(self.total);
         };
         let rest = self.partial.split_off(last_nl + 1);
         let complete = std::mem::replace(&mut self.partial, rest);
         for line in complete.split(|b| *b == b'\n') {
             self.total += bucket_errors(line);
         }
-        self.total
+        Some(self.total)
     }
 }
 
@@ -169,16 +191,39 @@ mod tests {
             let log = serde_json::json!({"kind": "bucket", "err": err, "ok": 5}).to_string();
             serde_json::json!({"Log_s": log, "ContainerAppName_s": "probelab-loadgen"}).to_string()
         };
-        let mut f = std::fs::File::create(&p).unwrap();
         let mut live = LiveErrors::new(p.clone());
-        assert_eq!(live.poll(), 0);
+        assert_eq!(live.poll(), None, "no log yet: no count");
+        let mut f = std::fs::File::create(&p).unwrap();
+        assert_eq!(live.poll(), Some(0));
         let a = format!("{}\n{}", row(2), row(3));
         let (head, tail) = a.split_at(a.len() - 5);
         f.write_all(head.as_bytes()).unwrap();
-        assert_eq!(live.poll(), 2, "the partial second row is not counted yet");
+        assert_eq!(
+            live.poll(),
+            Some(2),
+            "the partial second row is not counted yet"
+        );
         f.write_all(tail.as_bytes()).unwrap();
         f.write_all(b"\n{\"Log_s\":\"{\\\"kind\\\":\\\"meta\\\"}\"}\n")
             .unwrap();
-        assert_eq!(live.poll(), 5);
+        assert_eq!(live.poll(), Some(5));
+    }
+
+    #[test]
+    fn the_countdown_shows_an_error_count_only_when_there_is_one() {
+        let left = Duration::from_secs(40);
+        assert_eq!(
+            countdown_text(left, (1, 3), Some(7), ", errors so far "),
+            "event 1/3  40s left, errors so far 7"
+        );
+        assert_eq!(
+            countdown_text(left, (0, 0), Some(0), "  errors "),
+            "40s left  errors 0"
+        );
+        // A job lab's step (no load) or a run on Azure (no live logs): no "errors so far 0".
+        assert_eq!(
+            countdown_text(left, (0, 2), None, ", errors so far "),
+            "event 0/2  40s left"
+        );
     }
 }

@@ -144,12 +144,15 @@ async fn run_step(
         Vec::new()
     };
     let fired = Arc::new(AtomicU32::new(0));
-    let mut live = LiveErrors::new(
-        run.pack
-            .join("logs")
-            .join("ContainerAppConsoleLogs_CL.ndjson"),
-    );
-    let base_errors = live.poll();
+    // A live error count only for a step that runs load (a job lab's steps have none).
+    let mut live = (!plan.loads.is_empty()).then(|| {
+        LiveErrors::new(
+            run.pack
+                .join("logs")
+                .join("ContainerAppConsoleLogs_CL.ndjson"),
+        )
+    });
+    let base_errors = live.as_mut().and_then(LiveErrors::poll).unwrap_or(0);
     let countdown = Countdown {
         start,
         end: start + plan.duration,
@@ -359,13 +362,13 @@ async fn start_samplers(
 }
 
 /// The live countdown of a running step: when it started and ends, the events fired so far
-/// (of `n_events`), and the error count the local log sink had when it started.
+/// (of `n_events`), and the live error count (a step with load) and what it was at the start.
 struct Countdown<'a> {
     start: Instant,
     end: Instant,
     fired: &'a AtomicU32,
     n_events: u32,
-    live: LiveErrors,
+    live: Option<LiveErrors>,
     base_errors: u64,
 }
 
@@ -382,7 +385,11 @@ impl Countdown<'_> {
                 break;
             }
             let f = self.fired.load(Ordering::SeqCst);
-            let errors = self.live.poll() - self.base_errors;
+            let errors = self
+                .live
+                .as_mut()
+                .and_then(LiveErrors::poll)
+                .map(|n| n.saturating_sub(self.base_errors));
             if f != last_fired {
                 progress.line(&format!("  {step_name}: event {f}/{n_events} fired"));
                 last_fired = f;
