@@ -395,8 +395,8 @@ fn q3_has_no_weight_transition_when_the_weights_stay() {
 }
 
 /// The strip's last row shows each revision's state changes as the samplers read them: one dot
-/// and one running-state label per change (a revision's first sample, then each sample whose
-/// states differ from its previous one), never a repeat of the same states.
+/// per change (a revision's first sample, then each sample whose states differ from its previous
+/// one), never a repeat of the same states, and its running-state label by it where it fits.
 #[test]
 fn revision_state_changes_are_a_strip_row_of_their_own() {
     let a = quick();
@@ -428,7 +428,24 @@ fn revision_state_changes_are_a_strip_row_of_their_own() {
         .iter()
         .filter(|c| c.ts_ms >= t0 && c.ts_ms <= t1)
         .count();
-    assert_eq!(tags(&svg, "<text class=\"revision-state\"").len(), in_span);
+    // Each label sits by its own dot: one pushed further than MAX_LABEL_SHIFT by the label
+    // before it would name a time when nothing changed, so it is left out (its dot stays, with
+    // its tooltip). Labels come right before their dot.
+    let labels = tags(&svg, "<text class=\"revision-state\"");
+    assert!(
+        !labels.is_empty() && labels.len() <= in_span,
+        "{} of {in_span}",
+        labels.len()
+    );
+    for (i, _) in svg.match_indices("<text class=\"revision-state\"") {
+        let label = tags(&svg[i..], "<text").remove(0);
+        let dot = tags(&svg[i..], "<circle class=\"system-event\"").remove(0);
+        let shift = attr(label, "x") - (attr(dot, "cx") + 5.0);
+        assert!(
+            (-0.1..=timeline_svg::MAX_LABEL_SHIFT + 0.1).contains(&shift),
+            "a label {shift:.1} px right of its dot: {label}"
+        );
+    }
 }
 
 /// The sticky-rollout quick run of 2026-12-05 (localplane, Docker runtime): 12 virtual clients.

@@ -32,6 +32,7 @@ use crate::ts::iso_s;
 
 mod panels;
 
+pub use panels::MAX_LABEL_SHIFT;
 use panels::{
     err_panel, latency_panel, replica_panel, revision_colours, share_panel, system_strip,
 };

@@ -252,8 +252,8 @@ pub(super) fn replica_panel(
     let _ = write!(svg, "</g>");
 }
 
-/// How far right of its dot an execution status label may be pushed by the label before it.
-const MAX_LABEL_SHIFT: f64 = 12.0;
+/// How far right of its dot a label may be pushed by the label before it.
+pub const MAX_LABEL_SHIFT: f64 = 12.0;
 
 /// The system events strip: one row per reason, each dot centred on its row's label.
 pub(super) fn system_strip(svg: &mut String, sc: &Scene, lay: &Layout) {
@@ -305,11 +305,12 @@ pub(super) fn system_strip(svg: &mut String, sc: &Scene, lay: &Layout) {
                 )),
                 _ => None,
             };
-            // Executions come many at a time: a status label pushed far from its dot by the one
-            // before would name the wrong dot, so it is left out (the dot's tooltip still says
-            // it). The other rows' labels change seldom and are all drawn.
+            // Executions come many at a time, and a rollout changes two revisions' states
+            // several times within seconds: a label pushed far from its dot by the one before
+            // would name a time when nothing happened, so it is left out (the dot's tooltip
+            // still says it, and the pack's tables list every change).
             let at = sc.ax.x(e.ts_ms) + 5.0;
-            let crowded = *reason == EXECUTION_ROW && label_end + 4.0 > at + MAX_LABEL_SHIFT;
+            let crowded = label_end + 4.0 > at + MAX_LABEL_SHIFT;
             if let Some((class, text)) = label.filter(|_| !crowded) {
                 let x = at.max(label_end + 4.0);
                 label_end = x + 5.5 * text.chars().count() as f64;
