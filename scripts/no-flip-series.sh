@@ -60,8 +60,9 @@ summarize() {
 # nothing): verdict-figures.tsv, per test from each verdict.json, the verdicts and the min..max
 # over the runs of the worst 10 s window's error %, the judged errors and the judged requests;
 # timing-checks.tsv, every gate with a time bound (`min_s`/`max_s` in its numbers), its bound
-# and the range observed over the runs (`drained_s`, or the "(X s)" / "(X to Y s)" its detail
-# states). Both are rewritten from the packs each time, so they can be made again.
+# and the range observed over the runs (`drained_s`, or what its detail states: "(X s)",
+# "(X to Y s)", or "ended X s" for each replica a failed check names). Both are rewritten from
+# the packs each time, so they can be made again.
 figures() {
   local test pack p
   : > "$out/figures.tmp"; : > "$out/timings.tmp"
@@ -74,9 +75,10 @@ figures() {
       [ -f "$p/gates.json" ] || continue
       jq -r --arg t "$test" '.gates[]
         | select((.numbers | type) == "object" and (.numbers.min_s != null or .numbers.max_s != null))
-        | (if .numbers.drained_s != null then [.numbers.drained_s, .numbers.drained_s]
-           else [first(.detail | match("\\(([0-9.]+)(?: to ([0-9.]+))? s\\)")) | .captures
-                 | map(.string) | (.[0], (.[1] // .[0])) | tonumber] end) as $seen
+        | (if .numbers.drained_s != null then [.numbers.drained_s]
+           else [.detail | match("\\(([0-9.]+)(?: to ([0-9.]+))? s\\)|ended ([0-9.]+) s"; "g")
+                 | .captures[].string | select(. != null) | tonumber] end) as $all
+        | ($all | [min, max]) as $seen
         | [$t, (.name | sub("^check:"; "")), "\(.numbers.min_s // "")..\(.numbers.max_s // "")", ($seen[0] // ""), ($seen[1] // "")]
         | @tsv' "$p/gates.json" >> "$out/timings.tmp"
     done
