@@ -29,7 +29,7 @@
 //! Why they may share the machine (nextest group `platform`): what they judge is counts (items,
 //! replicas, exit codes, statuses), a drain time with a whole polling round of slack (the lab
 //! drains in about 17 s against 30, 29.5 s at worst with 10 labs at once; the control needs
-//! about 50 s, up to about 105 s when executions outlive a polling interval, and watches 120 s),
+//! about 50 s, up to 118 s when executions outlive a polling interval, and watches 180 s),
 //! and kill times with at least a second of slack (a 5 s timeout judged from 4 to 8 s, a 30 s
 //! grace from 29 to 32 s) and overlaps of 20 s, not latency; each runs its own localplane,
 //! Docker network and containers.
